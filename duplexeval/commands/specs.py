@@ -1,0 +1,81 @@
+"""`duplexeval validate` and `duplexeval ls`: the spec tree as a user sees it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from duplexeval.specs import KINDS, Registry, SpecErrors, specs_root
+
+PLURAL = {"models": "model", "benchmarks": "benchmark", "judges": "judge", "suites": "suite"}
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Spec tree to check references against (default: the repository's specs/).")
+def validate(paths: tuple[Path, ...], root: Path | None) -> None:
+    """Validate specs against their JSON Schemas and cross-references.
+
+    With no PATH, every spec under specs/ is checked. A PATH may be a spec file or a
+    folder; files outside the tree are checked against the tree's specs. Exits 1 on any
+    invalid spec, printing `file:LINE: field: message` for each problem.
+    """
+    root = root or specs_root()
+    extra: list[Path] = []
+    for path in paths:
+        resolved = path.resolve()
+        if resolved.is_dir():
+            if resolved == root or root in resolved.parents:
+                continue  # part of the tree: loaded anyway
+            extra += sorted(p for p in resolved.rglob("*.yaml") if not p.name.startswith("_"))
+        elif root not in resolved.parents:
+            extra.append(resolved)
+    try:
+        registry = Registry.load(root, extra_files=extra)
+    except SpecErrors as exc:
+        for error in exc.errors:
+            click.echo(str(error), err=True)
+        click.echo(f"{len(exc.errors)} error(s)", err=True)
+        sys.exit(1)
+    for warning in registry.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    counts = ", ".join(f"{len(registry.specs[k])} {k}s" for k in KINDS)
+    click.echo(f"ok: {counts}")
+
+
+@click.command("ls")
+@click.argument("what", type=click.Choice(sorted(PLURAL)))
+def ls(what: str) -> None:
+    """List the models, benchmarks, judges or suites with their status."""
+    try:
+        registry = Registry.load()
+    except SpecErrors as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    rows = [_row(spec.kind, spec.id, spec.data) for spec in registry.all(PLURAL[what])]
+    table = pd.DataFrame(rows)
+    click.echo(table.to_string(index=False) if not table.empty else f"no {what}")
+
+
+def _row(kind: str, spec_id: str, d: dict) -> dict:
+    if kind == "model":
+        audio = d["audio"]
+        return {"id": spec_id, "name": d["name"], "status": d["status"], "duplex": d["duplex"],
+                "backend": d["launch"]["backend"], "rate in/out": f"{audio['in_rate']}/{audio['out_rate']}",
+                "frame ms": audio["frame_ms"], "clocks": ",".join(d["clocks"]),
+                "capabilities": ",".join(d["capabilities"]) or "-"}
+    if kind == "benchmark":
+        return {"id": spec_id, "benchmark": d["benchmark"], "dimension": d["dimension"],
+                "status": d.get("status", "runnable"), "data": d["data"]["source"], "title": d["title"]}
+    if kind == "judge":
+        return {"id": spec_id, "task": d["task"], "provider": d["provider"],
+                "model": d.get("model", "-"), "label": d["label"]}
+    runs = sum(len(r["models"]) * len(r["benchmarks"]) for r in d["runs"])
+    return {"id": spec_id, "runs": runs, "clock": d["clock"], "cache": d["cache_mode"], "description": d["description"]}
+
+
+COMMANDS = [validate, ls]

@@ -1,0 +1,14 @@
+"""Declarative specs: YAML files validated by JSON Schemas in specs/schema/.
+
+Public surface: `Registry` (every spec of a tree, by kind and id), `load_spec` (one
+file), `Spec`, and the errors, which always name file, line and field.
+"""
+
+from duplexeval.specs.errors import SpecError, SpecErrors, UnknownSpecError
+from duplexeval.specs.loader import KINDS, Spec, deep_merge, load_spec, repo_root
+from duplexeval.specs.registry import Registry, default_registry, specs_root
+
+__all__ = [
+    "KINDS", "Registry", "Spec", "SpecError", "SpecErrors", "UnknownSpecError",
+    "deep_merge", "default_registry", "load_spec", "repo_root", "specs_root",
+]

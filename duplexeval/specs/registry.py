@@ -1,0 +1,137 @@
+"""All specs of a tree, indexed by kind and id, with cross-references checked.
+
+A reference to a spec that does not exist is an error at the line that makes it, with
+a close-name suggestion (lm-evaluation-harness style "did you mean").
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from duplexeval.specs.errors import SpecError, SpecErrors, UnknownSpecError
+from duplexeval.specs.loader import FOLDER_OF_KIND, KINDS, Spec, load_spec, repo_root, resolve_includes
+
+
+def specs_root() -> Path:
+    """`$DUPLEXEVAL_SPECS` or the repository's specs/ folder."""
+    env = os.environ.get("DUPLEXEVAL_SPECS")
+    return Path(env).resolve() if env else repo_root() / "specs"
+
+
+@dataclass
+class Registry:
+    root: Path
+    specs: dict[str, dict[str, Spec]] = field(default_factory=lambda: {k: {} for k in KINDS})
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, root: Path | None = None, extra_files: Iterable[Path] = ()) -> "Registry":
+        """Load and check every spec; raises SpecErrors with all problems at once."""
+        root = Path(root).resolve() if root else specs_root()
+        reg = cls(root=root)
+        errors: list[SpecError] = []
+        base_files: set[Path] = set()
+        included: set[Path] = set()
+        files: list[tuple[Path, str | None]] = []
+        for kind in KINDS:
+            folder = root / FOLDER_OF_KIND[kind]
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.rglob("*")):
+                if not path.is_file() or "prompts" in path.relative_to(folder).parts:
+                    continue
+                if path.suffix == ".yml":
+                    errors.append(SpecError(path, 1, "<file>", "spec files end in .yaml, not .yml (this file would be ignored)"))
+                elif path.suffix != ".yaml":
+                    continue
+                elif path.name.startswith("_"):
+                    base_files.add(path.resolve())
+                else:
+                    files.append((path, kind))
+        files += [(Path(p), None) for p in extra_files]
+        for path, kind in files:
+            try:
+                spec = load_spec(path, expected_kind=kind)
+            except SpecErrors as exc:
+                errors.extend(exc.errors)
+                continue
+            included.update(spec.sources[1:])
+            previous = reg.specs[spec.kind].get(spec.id)
+            if previous is not None and previous.path != spec.path:
+                errors.append(spec.error(("id",), f"duplicate {spec.kind} id {spec.id!r} (also {previous.path})"))
+                continue
+            reg.specs[spec.kind][spec.id] = spec
+        for base in sorted(base_files - included):
+            try:
+                resolve_includes(base)  # at least it must parse
+            except SpecError as exc:
+                errors.append(exc)
+            reg.warnings.append(f"{os.path.relpath(base)}: base file not included by any spec")
+        errors.extend(reg.check_references())
+        if errors:
+            raise SpecErrors(errors)
+        return reg
+
+    def get(self, kind: str, spec_id: str) -> Spec:
+        try:
+            return self.specs[kind][spec_id]
+        except KeyError:
+            raise UnknownSpecError(kind, spec_id, list(self.specs.get(kind, {}))) from None
+
+    def all(self, kind: str) -> list[Spec]:
+        return [self.specs[kind][k] for k in sorted(self.specs[kind])]
+
+    def check_references(self) -> list[SpecError]:
+        errors: list[SpecError] = []
+        repo = self.root.parent
+
+        def ref(spec: Spec, at: tuple, kind: str, target: object) -> None:
+            if isinstance(target, str) and target not in self.specs[kind]:
+                errors.append(spec.error(at, str(UnknownSpecError(kind, target, list(self.specs[kind])))))
+
+        def exists(spec: Spec, at: tuple, target: Path, what: str) -> None:
+            if not target.exists():
+                errors.append(spec.error(at, f"{what} {target} does not exist"))
+
+        for spec in self.all("benchmark"):
+            for role, judge_id in spec.data.get("judges", {}).items():
+                ref(spec, ("judges", role), "judge", judge_id)
+            pair = spec.data.get("metrics", {}).get("statistics", {}).get("mcnemar", {}).get("pair_with")
+            ref(spec, ("metrics", "statistics", "mcnemar", "pair_with"), "benchmark", pair)
+            data = spec.data.get("data", {})
+            if data.get("source") == "embedded" and "path" in data:
+                exists(spec, ("data", "path"), repo / data["path"], "embedded data path")
+        for spec in self.all("judge"):
+            template = spec.data.get("template", {}).get("path")
+            if template:
+                file, _ = spec.where("template", "path")
+                exists(spec, ("template", "path"), file.parent / template, "template")
+        for spec in self.all("model"):
+            build = spec.data.get("launch", {}).get("build")
+            if build:
+                exists(spec, ("launch", "build"), repo / build, "build folder")
+        for spec in self.all("suite"):
+            for i, run in enumerate(spec.data.get("runs", [])):
+                for j, model in enumerate(run.get("models", [])):
+                    ref(spec, ("runs", i, "models", j), "model", model)
+                for j, bench in enumerate(run.get("benchmarks", [])):
+                    ref(spec, ("runs", i, "benchmarks", j), "benchmark", bench)
+            for role, judge_id in spec.data.get("overrides", {}).get("judges", {}).items():
+                ref(spec, ("overrides", "judges", role), "judge", judge_id)
+            for i, golden in enumerate(spec.data.get("golden", [])):
+                exists(spec, ("golden", i), repo / golden, "golden file")
+        return errors
+
+
+_DEFAULT: Registry | None = None
+
+
+def default_registry() -> Registry:
+    """The repository's registry, loaded once per process."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Registry.load()
+    return _DEFAULT

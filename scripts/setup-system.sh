@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages duplexeval needs, only when they are missing, so a second
+# `make test` on a set-up machine does no work here.
+set -euo pipefail
+need=()
+command -v flite >/dev/null 2>&1 || need+=(flite)
+command -v sox >/dev/null 2>&1 || need+=(sox)
+command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+echo "setup: installing Debian packages: ${need[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
