@@ -1,0 +1,1 @@
+"""Runs of suites: planning (suite -> jobs), the run manifest, and execution."""

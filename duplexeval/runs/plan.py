@@ -1,0 +1,69 @@
+"""Expand a suite into jobs: one (model, benchmark dimension) pair each, overrides applied.
+
+A suite's `overrides` replace parts of every benchmark spec (the offline ASR and judge
+on a machine without weights or keys); the job keeps both the spec's hash and the
+overrides so a report can say exactly what replaced what.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from duplexeval.io import sha256_json
+from duplexeval.specs import Registry, Spec, UnknownSpecError
+
+
+@dataclass(frozen=True)
+class Job:
+    model: Spec
+    benchmark: Spec
+    bench: dict[str, Any]                 # the benchmark spec with the suite's overrides applied
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.model.id}/{self.benchmark.id}"
+
+    @property
+    def identity(self) -> str:
+        """What resume compares: finished items are reused only under the same identity."""
+        return sha256_json({"model": self.model.sha256, "bench": self.bench, "version": self.bench["version"]})
+
+
+def apply_overrides(bench: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(bench)
+    if "asr" in overrides:
+        out["asr"] = copy.deepcopy(overrides["asr"])
+    if "data" in overrides:
+        out["data"] = {**copy.deepcopy(overrides["data"])}
+    if "judges" in overrides:
+        # Only roles the dimension has: an MPE judge override must not leak into MTR.
+        out["judges"] = {role: overrides["judges"].get(role, judge) for role, judge in out["judges"].items()}
+    return out
+
+
+def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = None,
+               benchmarks: list[str] | None = None) -> list[Job]:
+    """Jobs of a suite in its declared order, optionally narrowed to some models/benchmarks."""
+    suite = registry.get("suite", suite_id)
+    for kind, wanted in (("model", models), ("benchmark", benchmarks)):
+        for name in wanted or []:
+            registry.get(kind, name)  # a typo gets "did you mean", not an empty plan
+    overrides = suite.data.get("overrides", {})
+    jobs: list[Job] = []
+    seen: set[tuple[str, str]] = set()
+    for run in suite.data["runs"]:
+        for model_id in run["models"]:
+            if models and model_id not in models:
+                continue
+            for bench_id in run["benchmarks"]:
+                if benchmarks and bench_id not in benchmarks or (model_id, bench_id) in seen:
+                    continue
+                seen.add((model_id, bench_id))
+                bench = registry.get("benchmark", bench_id)
+                jobs.append(Job(registry.get("model", model_id), bench, apply_overrides(bench.data, overrides), overrides))
+    if not jobs:
+        raise UnknownSpecError("job", f"{suite_id} narrowed to models={models} benchmarks={benchmarks}", [])
+    return jobs
