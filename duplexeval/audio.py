@@ -57,3 +57,16 @@ def read_stereo_recording(path: str | Path) -> tuple[np.ndarray, np.ndarray, int
         shape = "mono" if data.ndim == 1 else f"{data.shape[1]} channels"
         raise ValueError(f"{path}: expected a stereo recording (ch0 input, ch1 model), got {shape}")
     return data[:, INPUT_CHANNEL].copy(), data[:, MODEL_CHANNEL].copy(), rate
+
+
+def trim_silence(audio: np.ndarray, rate: int, floor: float = 0.01, keep_s: float = 0.01) -> np.ndarray:
+    """Cut leading and trailing near-silence (flite pads each utterance with ~0.2 s of it).
+
+    An agent that means to answer 0.1 s after a turn must not spend that budget on padding.
+    """
+    audio = np.asarray(audio, dtype=np.float32)
+    loud = np.flatnonzero(np.abs(audio) > floor)
+    if loud.size == 0:
+        return audio[:0]
+    keep = int(keep_s * rate)
+    return audio[max(loud[0] - keep, 0): loud[-1] + keep + 1]

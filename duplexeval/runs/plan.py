@@ -38,6 +38,8 @@ def apply_overrides(bench: dict[str, Any], overrides: dict[str, Any]) -> dict[st
         out["asr"] = copy.deepcopy(overrides["asr"])
     if "data" in overrides:
         out["data"] = {**copy.deepcopy(overrides["data"])}
+    if "scheduler" in overrides and "scheduler" in out:
+        out["scheduler"] = {**out["scheduler"], **copy.deepcopy(overrides["scheduler"])}
     if "judges" in overrides:
         # Only roles the dimension has: an MPE judge override must not leak into MTR.
         out["judges"] = {role: overrides["judges"].get(role, judge) for role, judge in out["judges"].items()}

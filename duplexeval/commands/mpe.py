@@ -1,0 +1,134 @@
+"""Duplex-MPE commands: `score RUN_DIR` and `scenes validate|render|generate`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from duplexeval.scenes.loader import EMBEDDED_SCENES
+
+
+def _bench_spec(spec_path: str | None, benchmark: str) -> dict:
+    from duplexeval.specs import Registry, load_spec
+
+    if spec_path:
+        return load_spec(Path(spec_path), "benchmark").data
+    return Registry.load().get("benchmark", benchmark).data
+
+
+@click.command("score")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--cache-mode", default="readwrite", show_default=True,
+              type=click.Choice(["off", "read", "write", "readwrite", "replay"]), help="Judge cache mode.")
+def score(run_dir: Path, cache_mode: str) -> None:
+    """Re-score a run from its recordings (records.jsonl + results.json per model x benchmark)."""
+    from duplexeval.scoring.mpe_results import judges_from_spec, score_run
+
+    results = score_run(run_dir, judges_for=lambda spec: judges_from_spec(spec, cache_mode))
+    for folder, res in results.items():
+        m = res["metrics"]
+        parts = [f"{k}={m[k]['value']} ({m[k]['numerator']}/{m[k]['denominator']})"
+                 for k in ("start", "presence", "answer", "shush")]
+        stop = m["stop"]
+        parts.append(f"stop={stop['value']} ({stop['numerator']}/{stop['eligible']} eligible, "
+                     f"yield over all N4 {stop['yield_rate_all_n4']['numerator']}/{stop['n4_events']})")
+        click.echo(f"{folder}: " + ", ".join(parts))
+
+
+@click.group("scenes")
+def scenes() -> None:
+    """Duplex-MPE scene files: validate, render (TTS), generate (LLM)."""
+
+
+@scenes.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+def validate(paths: tuple[Path, ...]) -> None:
+    """Validate scene files or folders (default: the embedded suite); every error is printed."""
+    from duplexeval.scenes.loader import load_scenes
+    from duplexeval.specs.errors import SpecErrors
+
+    total = 0
+    failed = False
+    for path in paths or (EMBEDDED_SCENES,):
+        try:
+            total += len(load_scenes(path))
+        except SpecErrors as exc:
+            click.echo(str(exc), err=True)
+            failed = True
+    if failed:
+        raise SystemExit(1)
+    click.echo(f"{total} scenes valid")
+
+
+@scenes.command("render")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--condition", type=click.Choice(["explicit", "implicit", "both"]), default="both", show_default=True)
+@click.option("--spec", "spec_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Benchmark spec file (default: the registry's mpe-explicit).")
+def render(paths: tuple[Path, ...], out: Path, condition: str, spec_path: str | None) -> None:
+    """Render conversations as a silent model would hear them: <out>/<scene>.<condition>.wav + .events.jsonl."""
+    import numpy as np
+
+    from duplexeval.audio import write_wav
+    from duplexeval.io import atomic_write_jsonl
+    from duplexeval.scenes.loader import load_scenes
+    from duplexeval.scenes.render import render_turns
+    from duplexeval.scenes.scheduler import MPEScheduler
+
+    spec = _bench_spec(spec_path, "mpe-explicit")
+    rate = int(spec["audio"]["rate"])
+    conditions = ["explicit", "implicit"] if condition == "both" else [condition]
+    for path in paths or (EMBEDDED_SCENES,):
+        for scene in load_scenes(path):
+            for cond in conditions:
+                sch = MPEScheduler(render_turns(scene, cond, rate), spec)
+                frame = rate // 10
+                sch.bind(rate, frame)
+                frames, events, n = [], [], 0
+                while (x := sch.next_input(n)) is not None:
+                    sch.observe_output(n, np.zeros(frame, dtype=np.float32))
+                    frames.append(x)
+                    events += sch.drain_events()
+                    n += 1
+                events += sch.drain_events()
+                write_wav(out / f"{scene.id}.{cond}.wav", np.concatenate(frames), rate)
+                atomic_write_jsonl(out / f"{scene.id}.{cond}.events.jsonl", events)
+                click.echo(f"{scene.id} {cond}: {len(frames) * frame / rate:.1f} s")
+
+
+@scenes.command("generate")
+@click.option("--attributes", "attributes_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True, help="YAML or JSON list of {setting, activity, relationship, devices, register}.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--judge", "judge_id", default="mpe-scene-generation", show_default=True)
+@click.option("--cache-mode", default="readwrite", show_default=True,
+              type=click.Choice(["off", "read", "write", "readwrite", "replay"]))
+@click.option("--attempts", default=3, show_default=True, help="Independent samples tried per scene.")
+def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, attempts: int) -> None:
+    """Write new scenes with an LLM; each is validated (schema + rules) before it is written."""
+    import yaml
+
+    from duplexeval.judges.cache import JudgeCache
+    from duplexeval.judges.llm import Judge
+    from duplexeval.scenes.generate import generate_scenes
+    from duplexeval.scenes.loader import load_scenes
+    from duplexeval.specs import Registry
+
+    spec = Registry.load().get("judge", judge_id)
+    writer = Judge.from_spec(spec.data, spec.path, JudgeCache(mode=cache_mode))
+    attribute_sets = yaml.safe_load(attributes_file.read_text(encoding="utf-8"))
+    template = load_scenes(EMBEDDED_SCENES)[0]  # the embedded suite's voices and preamble
+    report = generate_scenes(writer, attribute_sets, out, speakers=template.speakers,
+                             preamble={"text": template.preamble_text, "voice": template.preamble_voice},
+                             attempts=attempts)
+    for line in report.rejected:
+        click.echo(f"rejected: {line}", err=True)
+    click.echo(json.dumps({"written": len(report.written), "failed": report.failed}))
+    if report.failed:
+        raise SystemExit(1)
+
+
+COMMANDS = [score, scenes]

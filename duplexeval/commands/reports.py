@@ -1,0 +1,135 @@
+"""`duplexeval compare`, `duplexeval paper-check`, `duplexeval report`.
+
+Exit codes are the contract for CI and `make reproduce`: 0 = every comparable cell within
+tolerance, 1 = a cell out of tolerance (or, with --strict, missing), 2 = bad input (an
+invalid golden file, a missing run directory), as click does for usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from duplexeval.reports.compare import compare_run, counts, failed, format_diff
+from duplexeval.reports.golden import golden_files, load_golden
+from duplexeval.reports.paper_arithmetic import (
+    default_golden_paths,
+    format_rows,
+    paper_arithmetic,
+    summary,
+)
+from duplexeval.reports.run_dir import load_run
+from duplexeval.specs.errors import SpecErrors
+
+
+def _aliases(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"{pair!r}: expected OLD=NEW", param_hint="--alias")
+        old, new = pair.split("=", 1)
+        out[old] = new
+    return out
+
+
+def _load_goldens(paths: tuple[str, ...]):
+    try:
+        return [load_golden(p) for p in paths]
+    except SpecErrors as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(2)
+
+
+@click.command("compare")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--golden", "golden_paths", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Golden YAML file (repeatable), e.g. golden/embedded.yaml.")
+@click.option("--strict", is_flag=True, help="A golden cell the run does not contain counts as a failure.")
+@click.option("--tolerance", type=float, default=None,
+              help="Absolute tolerance for every cell, replacing the golden file's (e.g. for a re-run of a model).")
+@click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW",
+              help="Map a model or benchmark id of the golden file to the run's (repeatable).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the diff rows as JSON.")
+def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, tolerance: float | None,
+                    aliases: tuple[str, ...], json_out: Path | None) -> None:
+    """Diff RUN_DIR's results against golden numbers; exit 1 when a cell is out of tolerance."""
+    run = load_run(run_dir)
+    any_failed = False
+    all_rows = {}
+    for golden in _load_goldens(golden_paths):
+        rows = compare_run(run, golden, tolerance=tolerance, aliases=_aliases(aliases))
+        bad = failed(rows, strict=strict)
+        any_failed |= bad
+        click.echo(f"== {golden.path.name} vs {run_dir}: " + ", ".join(f"{v} {k}" for k, v in counts(rows).items())
+                   + (" -> FAIL" if bad else " -> ok"))
+        click.echo(format_diff(rows))
+        all_rows[golden.path.name] = [r.as_dict() for r in rows]
+    if json_out is not None:
+        from duplexeval.io import atomic_write_json
+
+        atomic_write_json(json_out, all_rows)
+    sys.exit(1 if any_failed else 0)
+
+
+@click.command("paper-check")
+@click.option("--mpe", "mpe_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Duplex-MPE golden file (default golden/duplex-mpe.yaml).")
+@click.option("--mtr", "mtr_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="MTR-DuplexBench golden file (default golden/mtr-duplexbench.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead of a table.")
+def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: bool) -> None:
+    """Re-derive the papers' numbers from their own counts; exit 1 on a cell out of tolerance.
+
+    Known inconsistencies of the papers are printed as 'does not reconcile' with their
+    reason and do not fail the check.
+    """
+    default_mpe, default_mtr = default_golden_paths()
+    mpe, mtr = _load_goldens((mpe_path or str(default_mpe), mtr_path or str(default_mtr)))
+    rows = paper_arithmetic(mpe, mtr)
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in rows], indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_rows(rows))
+        click.echo("paper arithmetic: " + ", ".join(f"{v} {k}" for k, v in summary(rows).items()))
+    sys.exit(1 if any(r.failed for r in rows) else 0)
+
+
+@click.command("report")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "formats", default="html,latex", show_default=True,
+              help="Comma-separated: html, latex.")
+@click.option("--golden", "golden_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Golden file(s) whose diff goes into the report (repeatable).")
+@click.option("--no-paper-arithmetic", is_flag=True, help="Leave the paper arithmetic table out.")
+@click.option("--item", default=None, help="Item id for the scene timeline (default: the first item with windows).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for report.html / report.tex (default: RUN_DIR).")
+@click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW", help="As for compare.")
+def report_command(run_dir: Path, formats: str, golden_paths: tuple[str, ...], no_paper_arithmetic: bool,
+                   item: str | None, out_dir: Path | None, aliases: tuple[str, ...]) -> None:
+    """Write report.html (self-contained) and report.tex (booktabs) for RUN_DIR."""
+    from duplexeval.reports.render import write_report
+
+    _load_goldens(golden_paths)  # fail early, with file:line, before rendering anything
+    wanted = [f.strip() for f in formats.split(",") if f.strip()]
+    try:
+        written = write_report(run_dir, formats=wanted, golden_paths=golden_paths, with_arithmetic=not no_paper_arithmetic,
+                               item=item, out_dir=out_dir, aliases=_aliases(aliases))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    for fmt, path in written.items():
+        click.echo(f"{fmt}: {path}")
+
+
+@click.command("golden-validate", hidden=True)
+def golden_validate_command() -> None:
+    """Validate every golden/*.yaml against golden/golden.schema.json."""
+    _load_goldens(tuple(str(p) for p in golden_files()))
+    click.echo(f"{len(golden_files())} golden files valid")
+
+
+COMMANDS = [compare_command, paper_check_command, report_command, golden_validate_command]

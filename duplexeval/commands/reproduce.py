@@ -1,0 +1,69 @@
+"""`duplexeval reproduce`: what `make reproduce` runs.
+
+run the suite -> re-derive the papers' own arithmetic -> compare the run with the suite's
+golden files -> write the HTML and LaTeX report. Exit 1 when any comparison fails.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from duplexeval.commands.run import _print_results, _split, run_suite
+from duplexeval.specs import Registry, SpecErrors, UnknownSpecError, repo_root
+
+
+@click.command("reproduce")
+@click.option("--suite", "suite_id", default="embedded", show_default=True, help="Suite spec id.")
+@click.option("--models", help="Comma-separated model ids (default: all of the suite's).")
+@click.option("--run-id", help="Name (or resume) the run; default: the suite id, so a rerun resumes.")
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
+def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: Path, limit: int | None) -> None:
+    """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report."""
+    from duplexeval.reports.compare import compare_run, counts, failed, format_diff
+    from duplexeval.reports.golden import load_golden
+    from duplexeval.reports.paper_arithmetic import format_rows, paper_arithmetic, summary
+    from duplexeval.reports.render import write_report
+    from duplexeval.reports.run_dir import load_run
+    from duplexeval.runs.statistics import write_statistics
+
+    try:
+        suite = Registry.load().get("suite", suite_id).data
+        run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=None, run_id=run_id or suite_id,
+                                      runs_dir=runs_dir, limit=limit, clock=None)
+    except (SpecErrors, UnknownSpecError, FileNotFoundError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    _print_results(outcomes)
+    write_statistics(run_dir)
+
+    ok = True
+    click.echo("\n== paper arithmetic (published numbers re-derived from the papers' own counts)")
+    rows = paper_arithmetic()
+    click.echo(format_rows(rows))
+    click.echo("paper arithmetic: " + ", ".join(f"{v} {k}" for k, v in summary(rows).items()))
+    ok &= not any(r.failed for r in rows)
+
+    golden_paths = [str(repo_root() / g) for g in suite.get("golden", [])]
+    run = load_run(run_dir)
+    for path in golden_paths:
+        click.echo(f"\n== {Path(path).relative_to(repo_root())} vs {run_dir}")
+        diff = compare_run(run, load_golden(path))
+        click.echo(format_diff(diff))
+        click.echo(", ".join(f"{v} {k}" for k, v in counts(diff).items()))
+        ok &= not failed(diff)
+
+    written = write_report(run_dir, formats=["html", "latex"], golden_paths=golden_paths)
+    click.echo("")
+    for fmt, path in written.items():
+        click.echo(f"report ({fmt}): {path}")
+    if not ok:
+        click.echo("reproduce: some comparisons failed (see above)", err=True)
+        sys.exit(1)
+    click.echo("reproduce: every comparison within tolerance")
+
+
+COMMANDS = [reproduce]

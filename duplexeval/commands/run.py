@@ -1,0 +1,82 @@
+"""`duplexeval run`: a suite end to end (runner -> scoring), resumable by run id."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from duplexeval.io import atomic_write_json
+from duplexeval.specs import Registry, SpecErrors, UnknownSpecError
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] | None, run_id: str | None,
+              runs_dir: Path, limit: int | None, clock: str | None):
+    """Plan, write the manifest, execute. Returns (run_dir, outcomes)."""
+    from duplexeval.runs.execute import execute
+    from duplexeval.runs.manifest import build_manifest
+    from duplexeval.runs.plan import plan_suite
+
+    registry = Registry.load()
+    suite = registry.get("suite", suite_id).data
+    jobs = plan_suite(registry, suite_id, models, benchmarks)
+    clock = clock or suite["clock"]
+    seed = int(suite.get("seed", 0))
+    limit = limit or suite.get("limit")
+    run_id = run_id or f"{suite_id}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+    run_dir = runs_dir / run_id
+    manifest = build_manifest(run_id, suite_id, jobs, registry, clock, seed, suite["cache_mode"])
+    manifest["limit"] = limit
+    atomic_write_json(run_dir / "manifest.json", manifest)
+    click.echo(f"run {run_id}: {len(jobs)} job(s) -> {run_dir}")
+    outcomes = execute(jobs, run_dir, clock=clock, seed=seed, cache_mode=suite["cache_mode"], limit=limit,
+                       progress=lambda line: click.echo(line, err=True))
+    return run_dir, outcomes
+
+
+@click.command("run")
+@click.option("--suite", "suite_id", default="embedded", show_default=True, help="Suite spec id.")
+@click.option("--models", help="Comma-separated model ids (default: all of the suite's).")
+@click.option("--benchmarks", help="Comma-separated benchmark ids (default: all of the suite's).")
+@click.option("--run-id", help="Resume or name a run; finished items of the same run are reused.")
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
+@click.option("--clock", type=click.Choice(["lockstep", "realtime"]), help="Override the suite's clock.")
+def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock) -> None:
+    """Run a suite: every (model x benchmark) job through the runner, then score it.
+
+    Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json);
+    re-running with the same --run-id resumes, redoing only unfinished items.
+    """
+    try:
+        run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=_split(benchmarks), run_id=run_id,
+                                      runs_dir=runs_dir, limit=limit, clock=clock)
+    except (SpecErrors, UnknownSpecError, FileNotFoundError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    _print_results(outcomes)
+    click.echo(f"results: {run_dir}")
+
+
+def _print_results(outcomes) -> None:
+    for o in outcomes:
+        if o.results is None:
+            click.echo(f"{o.job.key}: not run ({o.reason})")
+            continue
+        items = o.results.get("items", {})
+        parts = []
+        for name, m in o.results.get("metrics", {}).items():
+            if not isinstance(m, dict) or "denominator" not in m:
+                continue
+            value = "n/r" if m.get("value") is None else f"{m['value']:.3f}"
+            parts.append(f"{name} {value} ({m.get('numerator')}/{m.get('denominator')})")
+        click.echo(f"{o.job.key}: items {items.get('ok', '?')} ok, {items.get('error', 0)} error; " + "; ".join(parts))
+
+
+COMMANDS = [run]

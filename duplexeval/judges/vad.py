@@ -1,0 +1,265 @@
+"""Silero VAD: speech episodes on a channel, offline or causal, always at 16 kHz.
+
+Why this module exists rather than calling `silero_vad.get_speech_timestamps` directly:
+
+* Full-Duplex-Bench called Silero on 24 kHz files without `sampling_rate` and got
+  timestamps stretched 1.5x. Here every entry point resamples to 16 kHz first (with
+  `duplexeval.audio.resample`, the one resampler) and times are computed from 16 kHz
+  sample counts, so the input rate cannot leak into the timestamps.
+* Duplex-MPE (§3.4) runs a *causal* Silero on Aria's channel and defines episodes as:
+  "bursts under 120 ms don't count as speech; two bursts less than 800 ms apart become
+  one episode". We apply the two rules in that order - drop short bursts first, then
+  merge - so two 100 ms clicks 300 ms apart are no speech at all (merging first would
+  turn them into a 500 ms "episode"). Silero's own `get_speech_timestamps` does the
+  opposite (merges across short silences, then drops short chunks, and pads), which is
+  why it is only used for `mode="offline"`.
+* The MPE scheduler needs the same rules live ("wait for 2 s of Aria silence"), so the
+  causal path *is* the streaming class: `detect_episodes(mode="causal")` pushes the
+  audio through a `StreamingVAD`, and the scheduler and the scorer cannot disagree.
+
+The ONNX model is loaded once per process; each stream keeps its own recurrent state
+(Silero's `OnnxWrapper` keeps state on the shared model object, which would mix
+streams), so many `StreamingVAD`s can share one inference session.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from duplexeval.audio import resample
+
+VAD_RATE = 16000
+WINDOW = 512  # samples per Silero step at 16 kHz (32 ms)
+CONTEXT = 64  # samples of the previous window Silero prepends at 16 kHz
+FRAME_S = WINDOW / VAD_RATE
+
+# Duplex-MPE §3.4 defaults.
+MPE_MIN_SPEECH_MS = 120.0
+MPE_MERGE_GAP_MS = 800.0
+DEFAULT_THRESHOLD = 0.5
+HYSTERESIS = 0.15  # Silero's own neg_threshold = threshold - 0.15
+
+_session_lock = threading.Lock()
+_session = None
+
+
+def silero_session():
+    """The process-wide onnxruntime session of Silero VAD (loaded on first use)."""
+    global _session
+    with _session_lock:
+        if _session is None:
+            # The ONNX file silero-vad ships, opened the way its OnnxWrapper opens it (CPU,
+            # one thread), but without importing `silero_vad`, which imports torch and sets
+            # torch's thread count for the whole process.
+            import importlib.util
+
+            import onnxruntime
+
+            opts = onnxruntime.SessionOptions()
+            opts.inter_op_num_threads = 1
+            opts.intra_op_num_threads = 1
+            spec = importlib.util.find_spec("silero_vad")  # locates the package without running it
+            if spec is None or not spec.submodule_search_locations:
+                raise RuntimeError("silero-vad is not installed (pip install 'silero-vad[onnx-cpu]==6.2.3')")
+            model = Path(list(spec.submodule_search_locations)[0]) / "data" / "silero_vad.onnx"
+            _session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"], sess_options=opts)
+        return _session
+
+
+def silero_version() -> str:
+    from importlib.metadata import version
+
+    return version("silero-vad")
+
+
+class _SileroStream:
+    """Per-stream recurrent state over the shared session (same maths as OnnxWrapper)."""
+
+    def __init__(self) -> None:
+        self._session = silero_session()
+        self._state = np.zeros((2, 1, 128), dtype=np.float32)
+        self._context = np.zeros((1, CONTEXT), dtype=np.float32)
+        self._sr = np.array(VAD_RATE, dtype=np.int64)
+
+    def prob(self, window: np.ndarray) -> float:
+        x = np.concatenate([self._context, window.reshape(1, WINDOW).astype(np.float32)], axis=1)
+        out, self._state = self._session.run(None, {"input": x, "state": self._state, "sr": self._sr})
+        self._context = x[:, -CONTEXT:]
+        return float(out.reshape(-1)[0])
+
+
+def speech_probabilities(audio_16k: np.ndarray) -> np.ndarray:
+    """One probability per 32 ms window (the last window zero-padded)."""
+    audio_16k = np.asarray(audio_16k, dtype=np.float32).reshape(-1)
+    pad = (-len(audio_16k)) % WINDOW
+    if pad:
+        audio_16k = np.concatenate([audio_16k, np.zeros(pad, dtype=np.float32)])
+    stream = _SileroStream()
+    return np.array([stream.prob(audio_16k[i:i + WINDOW]) for i in range(0, len(audio_16k), WINDOW)],
+                    dtype=np.float32)
+
+
+class EpisodeTracker:
+    """The MPE episode rules over a stream of per-frame speech decisions (no model here).
+
+    Kept separate from the model so the 120 ms / 800 ms rules can be tested with
+    hand-made frame sequences. Frames are `frame_s` long; a burst is a run of speech
+    frames (with hysteresis). Order: drop bursts shorter than `min_speech_ms`, then merge
+    surviving bursts whose gap is shorter than `merge_gap_ms` (Duplex-MPE §3.4).
+    """
+
+    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, min_speech_ms: float = MPE_MIN_SPEECH_MS,
+                 merge_gap_ms: float = MPE_MERGE_GAP_MS, frame_s: float = FRAME_S) -> None:
+        self.threshold = threshold
+        self.neg_threshold = max(threshold - HYSTERESIS, 0.01)
+        self.min_speech_s = min_speech_ms / 1000.0
+        self.merge_gap_s = merge_gap_ms / 1000.0
+        self.frame_s = frame_s
+        self.frames = 0
+        self._in_burst = False
+        self._burst_start = 0.0
+        self._episodes: list[list[float]] = []  # confirmed bursts, merged; last may be open
+        self._open = False  # the last episode's burst is still running
+
+    @property
+    def time_s(self) -> float:
+        return self.frames * self.frame_s
+
+    def push_prob(self, p: float) -> None:
+        t = self.time_s
+        if not self._in_burst and p >= self.threshold:
+            self._in_burst, self._burst_start = True, t
+        elif self._in_burst and p < self.neg_threshold:
+            self._end_burst(t)
+        self.frames += 1
+        if self._in_burst and not self._open and self.time_s - self._burst_start >= self.min_speech_s:
+            self._confirm(self._burst_start)
+
+    def _confirm(self, start: float) -> None:
+        # A burst becomes speech once it has lasted min_speech: causal, no look-ahead.
+        if self._episodes and start - self._episodes[-1][1] < self.merge_gap_s:
+            self._episodes[-1][1] = self.time_s
+        else:
+            self._episodes.append([start, self.time_s])
+        self._open = True
+
+    def _end_burst(self, t: float) -> None:
+        if self._open:
+            self._episodes[-1][1] = t
+        self._in_burst = self._open = False
+
+    def finish(self) -> None:
+        if self._in_burst:
+            if not self._open and self.time_s - self._burst_start >= self.min_speech_s:
+                self._confirm(self._burst_start)
+            self._end_burst(self.time_s)
+
+    @property
+    def speaking(self) -> bool:
+        """True while a burst that already counts as speech (>= min_speech) is running."""
+        return self._open
+
+    @property
+    def in_burst(self) -> bool:
+        """True while a burst runs that is not yet long enough to count as speech.
+
+        The scheduler holds the next turn on it, so a reply that starts late in a 0.5 s
+        gap is not talked over before the VAD has had min_speech to confirm it.
+        """
+        return self._in_burst and not self._open
+
+    @property
+    def silence_s(self) -> float:
+        """Seconds since confirmed speech last ended (0 while speaking; whole stream if none)."""
+        if self._open:
+            return 0.0
+        last_end = self._episodes[-1][1] if self._episodes else 0.0
+        return max(self.time_s - last_end, 0.0)
+
+    def episodes(self) -> list[tuple[float, float]]:
+        """Episodes so far; an open one ends at the current time."""
+        return [(round(start, 6), round(end, 6)) for start, end in self._episodes]
+
+
+class StreamingVAD:
+    """Causal Silero VAD for live use (the MPE scheduler): push 16 kHz audio, read state.
+
+    `push` accepts chunks of any length; samples are consumed in 512-sample windows and a
+    remainder waits for the next push. Times are stream time in seconds from the first
+    sample pushed.
+    """
+
+    def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, min_speech_ms: float = MPE_MIN_SPEECH_MS,
+                 merge_gap_ms: float = MPE_MERGE_GAP_MS) -> None:
+        self._stream = _SileroStream()
+        self._tracker = EpisodeTracker(threshold=threshold, min_speech_ms=min_speech_ms,
+                                       merge_gap_ms=merge_gap_ms, frame_s=FRAME_S)
+        self._pending = np.zeros(0, dtype=np.float32)
+
+    def push(self, chunk_16k: np.ndarray) -> None:
+        buf = np.concatenate([self._pending, np.asarray(chunk_16k, dtype=np.float32).reshape(-1)])
+        usable = len(buf) - len(buf) % WINDOW
+        for i in range(0, usable, WINDOW):
+            self._tracker.push_prob(self._stream.prob(buf[i:i + WINDOW]))
+        self._pending = buf[usable:]
+
+    def flush(self) -> None:
+        """End of stream: the partial window is zero-padded and an open burst is closed."""
+        if len(self._pending):
+            self.push(np.zeros(WINDOW - len(self._pending), dtype=np.float32))
+        self._tracker.finish()
+
+    @property
+    def speaking(self) -> bool:
+        return self._tracker.speaking
+
+    @property
+    def in_burst(self) -> bool:
+        return self._tracker.in_burst
+
+    @property
+    def silence_s(self) -> float:
+        return self._tracker.silence_s
+
+    @property
+    def time_s(self) -> float:
+        return self._tracker.time_s
+
+    def episodes(self) -> list[tuple[float, float]]:
+        return self._tracker.episodes()
+
+
+def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_THRESHOLD,
+                    min_speech_ms: float = MPE_MIN_SPEECH_MS, merge_gap_ms: float = MPE_MERGE_GAP_MS,
+                    mode: Literal["causal", "offline"] = "causal") -> list[tuple[float, float]]:
+    """Speech episodes (start_s, end_s) of mono `audio` at `rate`.
+
+    causal: frame-by-frame probabilities with the model's state, the MPE rules
+    (drop < min_speech, then merge gaps < merge_gap) - the Duplex-MPE scorer.
+    offline: Silero's reference segmentation (`get_speech_timestamps_from_probs`, told
+    sampling_rate=16000, no padding) with min_speech / min_silence = merge_gap - what a
+    plain Silero user (MTR-DuplexBench's segmentation) gets.
+    """
+    audio = np.asarray(audio, dtype=np.float32)
+    if audio.ndim != 1:
+        raise ValueError(f"detect_episodes expects mono audio, got shape {audio.shape}")
+    audio_16k = resample(audio, rate, VAD_RATE)
+    if mode == "causal":
+        vad = StreamingVAD(threshold=threshold, min_speech_ms=min_speech_ms, merge_gap_ms=merge_gap_ms)
+        vad.push(audio_16k)
+        vad.flush()
+        return vad.episodes()
+    if mode == "offline":
+        from silero_vad import get_speech_timestamps_from_probs  # imports torch (sets 1 thread)
+
+        probs = speech_probabilities(audio_16k)
+        stamps = get_speech_timestamps_from_probs(
+            list(map(float, probs)), sampling_rate=VAD_RATE, threshold=threshold,
+            min_speech_duration_ms=int(min_speech_ms), min_silence_duration_ms=int(merge_gap_ms),
+            speech_pad_ms=0, return_seconds=False, audio_length_samples=len(audio_16k))
+        return [(round(s["start"] / VAD_RATE, 6), round(s["end"] / VAD_RATE, 6)) for s in stamps]
+    raise ValueError(f"unknown VAD mode {mode!r}; use 'causal' or 'offline'")

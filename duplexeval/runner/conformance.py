@@ -1,0 +1,256 @@
+"""`duplexeval conformance`: the protocol checks any spec'd model must pass before a run.
+
+Each check opens its own session, so one failure does not cascade into the next, and
+reports pass / fail / skip with the reason. A model author runs this against a new shim
+before anything is scored (docs/protocol.md, "Conformance").
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+import numpy as np
+
+from duplexeval.protocol.wire import FrameKind, encode_frame
+from duplexeval.runner.backends import make_backend
+from duplexeval.runner.client import Endpoint, ProtocolClient
+from duplexeval.runner.errors import ModelFault
+from duplexeval.runner.modelspec import ModelSpec
+from duplexeval.runner.session import harness_frame_samples, run_session
+from duplexeval.runner.stimulus import FileStimulus
+
+N_FRAMES = 12
+TAIL_FRAMES = 2
+REALTIME_S = 1.5
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    status: str  # "pass" | "fail" | "skip"
+    detail: str = ""
+
+
+class _Skip(Exception):
+    pass
+
+
+def test_signal(rate: int, n_samples: int, seed: int = 7) -> np.ndarray:
+    """Deterministic tone + noise: exercises the model without being speech."""
+    t = np.arange(n_samples) / rate
+    rng = np.random.default_rng(seed)
+    return (0.2 * np.sin(2 * np.pi * 220 * t) + 0.01 * rng.standard_normal(n_samples)).astype(np.float32)
+
+
+class Conformance:
+    def __init__(self, spec: ModelSpec, endpoint: Endpoint):
+        self.spec, self.endpoint = spec, endpoint
+        self.ready: dict | None = None
+
+    async def session(self) -> ProtocolClient:
+        return await ProtocolClient.open(self.endpoint, self.spec.step_timeout_s)
+
+    async def start(self, clock: str = "lockstep") -> ProtocolClient:
+        client = await self.session()
+        self.ready = await client.hello(clock, seed=1234, timeout=max(self.spec.startup_timeout_s, self.spec.step_timeout_s))
+        return client
+
+    def frames(self, start: int, count: int) -> list[np.ndarray]:
+        r = self.ready
+        n = r["in_frame_samples"]
+        audio = test_signal(r["in_rate"], (start + count) * n)
+        return [audio[i * n : (i + 1) * n] for i in range(start, start + count)]
+
+    async def run_frames(self, client: ProtocolClient, start: int, count: int) -> list[np.ndarray]:
+        outs = []
+        for i, x in enumerate(self.frames(start, count), start):
+            await client.send_audio(FrameKind.INPUT, i, x)
+            outs.append(await client.recv_output(i, self.ready["out_frame_samples"]))
+        return outs
+
+    async def expect_error(self, client: ProtocolClient, code: str, what: str) -> str:
+        try:
+            msg = await client.recv_message(f"error {code} after {what}", timeout=self.spec.step_timeout_s)
+        except ModelFault as fault:
+            if fault.code == code:
+                return f"{what} -> error {code}"
+            raise AssertionError(f"{what}: expected error {code}, got {fault}") from None
+        raise AssertionError(f"{what}: expected error {code}, got {str(msg)[:80]}")
+
+    # ---- the checks ---------------------------------------------------------------------
+    async def check_handshake(self) -> str:
+        client = await self.start()
+        try:
+            r, spec = self.ready, self.spec
+            frame = harness_frame_samples(r, 16000, spec)
+            for key in ("in_rate", "out_rate", "frame_ms", "in_frame_samples", "out_frame_samples"):
+                if key in spec.audio and spec.audio[key] != r[key]:
+                    raise AssertionError(f"ready.{key}={r[key]} but the spec says audio.{key}={spec.audio[key]}")
+            if set(r["capabilities"]) != set(spec.capabilities):
+                raise AssertionError(f"ready.capabilities={sorted(r['capabilities'])}, spec says {sorted(spec.capabilities)}")
+            if "clocks" in r and not set(spec.clocks) <= set(r["clocks"]):
+                raise AssertionError(f"spec clocks {list(spec.clocks)} not all offered in ready.clocks {r['clocks']}")
+            return f"{r['model']}: {r['in_rate']}/{r['out_rate']} Hz, {r['frame_ms']} ms frames ({frame} samples at 16 kHz)"
+        finally:
+            await client.close()
+
+    async def check_lockstep(self) -> str:
+        client = await self.start()
+        try:
+            outs = await self.run_frames(client, 0, N_FRAMES)
+            await client.send_control({"type": "end", "tail_frames": TAIL_FRAMES})
+            for i in range(N_FRAMES, N_FRAMES + TAIL_FRAMES):
+                await client.recv_output(i, self.ready["out_frame_samples"])
+            done = await client.recv_control("done")
+            if (done["frames_in"], done["frames_out"]) != (N_FRAMES, N_FRAMES + TAIL_FRAMES):
+                raise AssertionError(f"done reports {done['frames_in']} in / {done['frames_out']} out, "
+                                     f"expected {N_FRAMES} / {N_FRAMES + TAIL_FRAMES}")
+            return f"{len(outs)} frames in, {len(outs)} out in order; end(tail {TAIL_FRAMES}) -> {TAIL_FRAMES} frames + done"
+        finally:
+            await client.close()
+
+    async def check_reset(self) -> str:
+        client = await self.start()
+        try:
+            first = await self.run_frames(client, 0, N_FRAMES)
+            await client.send_control({"type": "reset"})
+            await client.recv_control("ready")
+            second = await self.run_frames(client, 0, N_FRAMES)
+            if not all(np.array_equal(a, b) for a, b in zip(first, second)):
+                raise AssertionError("the same input after reset gave different output (lockstep must be deterministic)")
+            return "reset -> ready, frame 0 again, identical output (deterministic)"
+        finally:
+            await client.close()
+
+    async def check_errors(self) -> str:
+        notes = []
+        client = await self.start()
+        try:
+            await client.ws.send(encode_frame(FrameKind.INPUT, 0, b"\x00\x00" * (self.ready["in_frame_samples"] - 3)))
+            notes.append(await self.expect_error(client, "BAD_FRAME", "short input frame"))
+        finally:
+            await client.close()
+        client = await self.session()
+        try:
+            await client.send_control({"type": "hello", "proto": 1, "clock": "sundial", "seed": 0})
+            notes.append(await self.expect_error(client, "UNSUPPORTED_CLOCK", "clock 'sundial'"))
+        finally:
+            await client.close()
+        client = await self.session()
+        try:
+            await client.ws.send(encode_frame(FrameKind.INPUT, 0, b"\x00\x00" * 16))
+            notes.append(await self.expect_error(client, "NOT_READY", "frame before hello"))
+        finally:
+            await client.close()
+        first = await self.start()
+        try:
+            second = await self.session()
+            try:
+                # The server refuses at once; no hello needed (sending it could race the close).
+                notes.append(await self.expect_error(second, "BUSY", "second session"))
+            finally:
+                await second.close()
+        finally:
+            await first.close()
+        return "; ".join(notes)
+
+    async def check_fork(self) -> str:
+        if "fork" not in self.spec.capabilities:
+            raise _Skip("capability fork not declared")
+        client = await self.start()
+        try:
+            half = N_FRAMES // 2
+            await self.run_frames(client, 0, half)
+            await client.send_control({"type": "snapshot", "id": "s1"})
+            ack = await client.recv_control("snapshot")
+            a = await self.run_frames(client, half, half)
+            await client.send_control({"type": "restore", "id": "s1"})
+            ack2 = await client.recv_control("restore")
+            if ack.get("frame_idx") != half or ack2.get("frame_idx") != half:
+                raise AssertionError(f"snapshot/restore acknowledged frame_idx {ack.get('frame_idx')}/{ack2.get('frame_idx')}, expected {half}")
+            b = await self.run_frames(client, half, half)
+            if not all(np.array_equal(x, y) for x, y in zip(a, b)):
+                raise AssertionError("output after restore differs from output after snapshot")
+            return f"snapshot at frame {half}, restore, identical continuation"
+        finally:
+            await client.close()
+
+    async def check_teacher_forcing(self) -> str:
+        if "teacher_forcing" not in self.spec.capabilities:
+            raise _Skip("capability teacher_forcing not declared")
+        client = await self.start()
+        try:
+            r = self.ready
+            forced = test_signal(r["out_rate"], r["out_frame_samples"], seed=3)
+            await client.send_audio(FrameKind.FORCED, 0, forced)
+            await client.send_audio(FrameKind.INPUT, 0, self.frames(0, 1)[0])
+            await client.recv_output(0, r["out_frame_samples"])
+            return "forced frame accepted, output frame returned"
+        finally:
+            await client.close()
+
+    async def check_labels(self) -> str:
+        if "labels" not in self.spec.capabilities:
+            raise _Skip("capability labels not declared")
+        client = await self.start()
+        try:
+            await client.send_control({"type": "label", "frame_idx": 0, "phase": "start", "label": "N1", "turn_id": 0})
+            await self.run_frames(client, 0, 2)
+            return "label message accepted"
+        finally:
+            await client.close()
+
+    async def check_realtime(self) -> str:
+        if "realtime" not in self.spec.clocks:
+            raise _Skip("clock realtime not in the spec")
+        rate = 16000
+        stim = FileStimulus(test_signal(rate, int(REALTIME_S * rate)), rate)
+        out = await run_session(self.endpoint, self.spec, stim, "realtime", rate, seed=5)
+        if out.fault is not None:
+            raise AssertionError(str(out.fault))
+        heard = sum(len(x) for x in out.heard)
+        if out.said is None or len(out.said) != heard:
+            raise AssertionError("realtime recording channels differ in length")
+        return f"{out.frames} frames on the wall clock, {out.stats['underrun_frames']} underrun"
+
+    CHECKS: tuple[tuple[str, str], ...] = (
+        ("handshake", "check_handshake"), ("lockstep", "check_lockstep"), ("reset", "check_reset"),
+        ("errors", "check_errors"), ("fork", "check_fork"), ("teacher_forcing", "check_teacher_forcing"),
+        ("labels", "check_labels"), ("realtime", "check_realtime"),
+    )
+
+    async def run(self, report: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
+        results = []
+        for name, method in self.CHECKS:
+            check: Callable[[], Awaitable[str]] = getattr(self, method)
+            try:
+                result = CheckResult(name, "pass", await check())
+            except _Skip as skip:
+                result = CheckResult(name, "skip", str(skip))
+            except (AssertionError, ModelFault) as exc:
+                result = CheckResult(name, "fail", str(exc))
+            results.append(result)
+            if report:
+                report(result)
+        return results
+
+
+def run_conformance(spec: ModelSpec, report: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
+    """Starts the model from its spec, runs every check, stops it. A start failure is one failed check."""
+    backend = make_backend(spec)
+    try:
+        try:
+            endpoint = backend.start()
+        except ModelFault as fault:
+            result = CheckResult("start", "fail", str(fault))
+            if report:
+                report(result)
+            return [result]
+        start = CheckResult("start", "pass", f"listening on {endpoint.describe()}")
+        if report:
+            report(start)
+        return [start] + asyncio.run(Conformance(spec, endpoint).run(report))
+    finally:
+        backend.stop()

@@ -1,0 +1,193 @@
+"""Running items: one (model, stimulus) session each, written to its own folder, resumable.
+
+An item is finished only once its status.json exists; it is written last and
+atomically, so a run killed at any moment (kill -9) and started again redoes exactly the
+unfinished items (docs/architecture.md, "Run directory"). Lockstep sessions are
+deterministic and each session starts from `hello` (which resets the model), so a resumed
+run is byte-identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from duplexeval.audio import write_wav
+from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_json
+from duplexeval.protocol.wire import PROTOCOL_VERSION
+from duplexeval.runner.backends import Backend, make_backend
+from duplexeval.runner.client import Endpoint
+from duplexeval.runner.errors import ModelFault, ModelStartError, RunConfigMismatch
+from duplexeval.runner.modelspec import ModelSpec, model_spec_from
+from duplexeval.runner.session import SessionOutcome, run_session
+from duplexeval.runner.stimulus import Stimulus
+
+CONFIG_FILE = "session_config.json"
+ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+StimulusFactory = Callable[[], Stimulus]
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    item_id: str
+    status: str  # "ok" | "error"
+    reason: str | None
+    item_dir: Path
+    skipped: bool = False  # finished by an earlier (interrupted) run
+
+
+def item_seed(seed: int, item_id: str) -> int:
+    """Per-item seed: a function of the run seed and the item id only, never of the order run."""
+    return int(sha256_json([seed, item_id])[:8], 16)
+
+
+class ModelHost:
+    """Keeps one model server up across items; after a fault it is torn down and restarted
+    for the next item, so a crashed or hung model cannot poison the rest of the run."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.backend: Backend | None = None
+        self.endpoint: Endpoint | None = None
+
+    def ensure(self) -> Endpoint:
+        if self.backend is None or not self.backend.alive():
+            self.close()
+            self.backend = make_backend(self.spec)
+            self.endpoint = self.backend.start()
+        assert self.endpoint is not None
+        return self.endpoint
+
+    def after_fault(self, fault: ModelFault) -> str:
+        """Diagnostics (exit status, stderr tail) for the reason, then a full stop."""
+        if self.backend is None:
+            return ""
+        deadline = time.monotonic() + 1.0
+        while fault.code == "CLOSED" and self.backend.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)  # a crashing process closes its socket a moment before it exits
+        text = self.backend.diagnostics()
+        # A hung step never finishes: no point waiting for a graceful exit.
+        self.close(grace_s=0.0 if fault.code == "TIMEOUT" else 2.0)
+        return text
+
+    def close(self, grace_s: float = 2.0) -> None:
+        if self.backend is not None:
+            self.backend.stop(grace_s)
+        self.backend, self.endpoint = None, None
+
+
+def run_one(host: ModelHost, stimulus: Stimulus, clock: str, rate: int, seed: int, prompt: str | None) -> SessionOutcome:
+    try:
+        endpoint = host.ensure()
+    except Exception as exc:  # ModelFault(STARTUP), docker.errors.DockerException, OSError
+        host.close()
+        raise ModelStartError(f"model {host.spec.id} could not be started ({host.spec.backend} backend): {exc}") from exc
+    out = asyncio.run(run_session(endpoint, host.spec, stimulus, clock, rate, seed, prompt))
+    if out.fault is not None:
+        diag = host.after_fault(out.fault)
+        if diag and diag not in out.fault.reason:
+            out.fault.reason = f"{out.fault.reason}; {diag}"
+            out.events[-1]["reason"] = out.fault.reason
+    return out
+
+
+def write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: str, seed: int) -> ItemResult:
+    """recording.wav and events.jsonl first, status.json last (its presence means finished)."""
+    item_dir.mkdir(parents=True, exist_ok=True)
+    recording = item_dir / "recording.wav"
+    status: dict[str, Any] = {
+        "model": spec.id, "model_sha256": spec.sha256, "clock": clock, "seed": seed, "proto": PROTOCOL_VERSION,
+        "rate": outcome.rate, "frame_samples": outcome.frame_samples, "frames": outcome.frames, **outcome.stats,
+    }
+    if outcome.ok:
+        heard = np.concatenate(outcome.heard) if outcome.heard else np.zeros(0, dtype=np.float32)
+        assert outcome.said is not None and len(outcome.said) == len(heard), "recording channels differ in length"
+        write_wav(recording, np.stack([heard, outcome.said], axis=1), outcome.rate)
+        status.update(status="ok", reason=None, duration_s=round(len(heard) / outcome.rate, 6))
+    else:
+        # No recording for an error item: nothing downstream can mistake it for silence.
+        recording.unlink(missing_ok=True)
+        fault = outcome.fault
+        status.update(status="error", reason=str(fault), error_code=fault.code, error_frame=fault.frame_idx)
+    atomic_write_jsonl(item_dir / "events.jsonl", outcome.events)
+    atomic_write_json(item_dir / "status.json", status)
+    return ItemResult(item_dir.name, status["status"], status["reason"], item_dir)
+
+
+def _check_config(out_dir: Path, config: dict) -> None:
+    path = out_dir / CONFIG_FILE
+    if path.exists():
+        old = json.loads(path.read_text("utf-8"))
+        changed = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+        if changed:
+            raise RunConfigMismatch(
+                f"{path}: this folder was run with different settings ({', '.join(changed)} changed); "
+                f"resume refuses to mix results. Use a new output folder or restore the original spec."
+            )
+    else:
+        atomic_write_json(path, config)
+
+
+def run_items(model_spec: Any, items: Iterable[tuple[str, StimulusFactory]], out_dir: str | os.PathLike[str],
+              clock: str = "lockstep", *, rate: int = 16000, seed: int = 0, prompt: str | None = None,
+              on_item: Callable[[ItemResult], None] | None = None) -> list[ItemResult]:
+    """Runs every item not yet finished in `out_dir/items/<item_id>/`; returns one result per item, in order.
+
+    `items` pairs an item id with a factory, so a skipped item costs no stimulus
+    construction. Model faults become `error` items and the run goes on.
+    """
+    spec = model_spec_from(model_spec)
+    items = list(items)
+    ids = [i for i, _ in items]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ValueError(f"duplicate item ids: {', '.join(dupes)}")
+    for item_id in ids:
+        if not ITEM_ID.match(item_id):
+            raise ValueError(f"item id {item_id!r} is not a safe folder name (letters, digits, . _ -)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_config(out, {"model": spec.id, "model_sha256": spec.sha256, "clock": clock, "rate": rate,
+                        "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt)})
+    host = ModelHost(spec)
+    results = []
+    try:
+        for item_id, factory in items:
+            item_dir = out / "items" / item_id
+            status_path = item_dir / "status.json"
+            if status_path.exists():
+                st = json.loads(status_path.read_text("utf-8"))
+                result = ItemResult(item_id, st["status"], st.get("reason"), item_dir, skipped=True)
+            else:
+                if item_dir.exists():
+                    shutil.rmtree(item_dir)  # an unfinished attempt (and its temp files) is redone from scratch
+                s = item_seed(seed, item_id)
+                outcome = run_one(host, factory(), clock, rate, s, prompt)
+                result = write_item(item_dir, outcome, spec, clock, s)
+            results.append(result)
+            if on_item:
+                on_item(result)
+    finally:
+        host.close()
+    return results
+
+
+def run_item(model_spec: Any, stimulus: Stimulus, item_dir: str | os.PathLike[str], clock: str = "lockstep", *,
+             rate: int = 16000, seed: int = 0, prompt: str | None = None) -> ItemResult:
+    """One session in its own model server; writes `item_dir` (recording.wav, events.jsonl, status.json)."""
+    spec = model_spec_from(model_spec)
+    host = ModelHost(spec)
+    try:
+        outcome = run_one(host, stimulus, clock, rate, seed, prompt)
+    finally:
+        host.close()
+    return write_item(Path(item_dir), outcome, spec, clock, seed)

@@ -1,0 +1,103 @@
+"""The part of a model spec (specs/models/<id>.yaml) that the runner reads.
+
+The runner reads nothing about a model from code: launch, audio, clocks and
+capabilities all come from the spec. It accepts a `duplexeval.specs.Spec` (from the
+Registry) or a plain dict of the same shape (tests, ad-hoc debugging).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplexeval.io import sha256_json
+
+DEFAULT_STARTUP_TIMEOUT_S = 60.0
+DEFAULT_STEP_TIMEOUT_S = 10.0
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    id: str
+    sha256: str
+    backend: str
+    command: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    image: str | None = None
+    build: str | None = None
+    gpus: int = 0
+    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
+    step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
+    audio: dict[str, Any] = field(default_factory=dict)
+    clocks: tuple[str, ...] = ("lockstep",)
+    capabilities: tuple[str, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def local_argv(self, socket_path: str) -> list[str]:
+        """The launch command with {socket} and {python} filled in.
+
+        `python` as the program means this interpreter, so an agent runs in the harness's
+        own venv whatever PATH says.
+        """
+        argv = [a.replace("{socket}", socket_path).replace("{python}", sys.executable) for a in self.command]
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        return argv
+
+
+def model_spec_from(obj: Any) -> ModelSpec:
+    """A ModelSpec from a Registry Spec or a dict; errors name the missing field."""
+    if isinstance(obj, ModelSpec):
+        return obj
+    data = getattr(obj, "data", obj)
+    if not isinstance(data, dict):
+        raise TypeError(f"model spec must be a dict or a duplexeval.specs.Spec, got {type(obj).__name__}")
+    sid = getattr(obj, "id", None) or data.get("id")
+    where = f"model spec {sid or '<no id>'}"
+    if not sid:
+        raise ValueError(f"{where}: missing field 'id'")
+    launch = data.get("launch")
+    if not isinstance(launch, dict) or "backend" not in launch:
+        raise ValueError(f"{where}: missing field 'launch.backend'")
+    backend = launch["backend"]
+    if backend == "local" and not launch.get("command"):
+        raise ValueError(f"{where}: launch.backend is local but 'launch.command' is missing")
+    if backend == "docker" and not (launch.get("image") and launch.get("build")):
+        raise ValueError(f"{where}: launch.backend is docker but 'launch.image' or 'launch.build' is missing")
+    if backend not in ("local", "docker"):
+        raise ValueError(f"{where}: launch.backend {backend!r} is not local or docker")
+    return ModelSpec(
+        id=sid,
+        sha256=getattr(obj, "sha256", None) or sha256_json(data),
+        backend=backend,
+        command=tuple(launch.get("command", ())),
+        env=dict(launch.get("env", {})),
+        image=launch.get("image"),
+        build=launch.get("build"),
+        gpus=int(launch.get("gpus", 0)),
+        startup_timeout_s=float(launch.get("startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S)),
+        step_timeout_s=float(launch.get("step_timeout_s", DEFAULT_STEP_TIMEOUT_S)),
+        audio=dict(data.get("audio", {})),
+        clocks=tuple(data.get("clocks", ("lockstep",))),
+        capabilities=tuple(data.get("capabilities", ())),
+        data=data,
+    )
+
+
+def load_model_spec(model_id: str, root: Path | None = None) -> ModelSpec:
+    """Loads specs/models/<id>.yaml (includes resolved, schema-validated) by `duplexeval.specs.load_spec`.
+
+    One file, not the whole Registry: running a model must not fail because an unrelated
+    benchmark spec is being edited. An unknown id gets the Registry's "did you mean".
+    """
+    from duplexeval.specs import UnknownSpecError, load_spec, specs_root
+
+    folder = (Path(root) if root else specs_root()) / "models"
+    path = folder / f"{model_id}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in folder.glob("*.yaml") if not p.name.startswith("_"))
+        raise UnknownSpecError("model", model_id, known)
+    return model_spec_from(load_spec(path, expected_kind="model"))

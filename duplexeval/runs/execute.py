@@ -1,0 +1,82 @@
+"""Run a planned suite: each job's items through the runner, then scoring, then a summary.
+
+Every stage writes files (docs/architecture.md), so an interrupted run resumes where it
+stopped: finished items are skipped by the runner, scoring is cheap and re-done.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from duplexeval.io import atomic_write_json
+from duplexeval.runner import run_items
+from duplexeval.runs.plan import Job
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class JobOutcome:
+    job: Job
+    status: str                     # "scored" | "not-run"
+    reason: str | None
+    results: dict[str, Any] | None
+    bench_dir: Path
+
+
+def job_dir(run_dir: Path, job: Job) -> Path:
+    return run_dir / job.model.id / job.benchmark.id
+
+
+def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode: str,
+            limit: int | None = None, progress: Progress = print) -> list[JobOutcome]:
+    outcomes = []
+    for n, job in enumerate(jobs, 1):
+        bench_dir = job_dir(run_dir, job)
+        progress(f"[{n}/{len(jobs)}] {job.key}")
+        try:
+            outcomes.append(_execute_job(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode,
+                                         limit=limit, progress=progress))
+        except NotImplementedError as exc:
+            progress(f"  not run: {exc}")
+            outcomes.append(JobOutcome(job, "not-run", str(exc), None, bench_dir))
+    atomic_write_json(run_dir / "summary.json", summary(run_dir, outcomes))
+    return outcomes
+
+
+def _execute_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None,
+                 progress: Progress) -> JobOutcome:
+    dimension = job.bench["dimension"]
+    if dimension != "mpe":
+        raise NotImplementedError(f"{dimension} dimensions are not wired into `run` yet")
+    if clock not in job.model.data["clocks"]:
+        raise NotImplementedError(f"model {job.model.id} does not support the {clock} clock")
+    from duplexeval.runs.mpe_items import mpe_items
+    from duplexeval.scoring.mpe_results import judges_from_spec, score_bench_dir
+
+    atomic_write_json(bench_dir / "benchmark.json", job.bench)  # what a re-score must use
+    items = mpe_items(job.bench, limit)
+    started = time.monotonic()
+
+    def on_item(result) -> None:
+        done = sum(1 for _ in (bench_dir / "items").glob("*/status.json"))
+        state = "skipped (done)" if result.skipped else result.status
+        reason = f": {result.reason}" if result.reason else ""
+        progress(f"  {done}/{len(items)} {result.item_id} {state}{reason} [{time.monotonic() - started:.0f} s]")
+
+    run_items(job.model, items, bench_dir, clock, rate=int(job.bench["audio"]["rate"]), seed=seed, on_item=on_item)
+    progress("  scoring")
+    results = score_bench_dir(bench_dir, job.bench, judges_from_spec(job.bench, cache_mode))
+    return JobOutcome(job, "scored", None, results, bench_dir)
+
+
+def summary(run_dir: Path, outcomes: list[JobOutcome]) -> dict[str, Any]:
+    return {
+        "schema": "duplexeval.summary/1",
+        "jobs": [{"model": o.job.model.id, "benchmark": o.job.benchmark.id, "status": o.status, "reason": o.reason,
+                  "results": str((o.bench_dir / "results.json").relative_to(run_dir)) if o.results else None}
+                 for o in outcomes],
+    }

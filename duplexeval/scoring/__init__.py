@@ -1,0 +1,1 @@
+"""Scoring: rules on timelines and episodes, drivers that read recordings, aggregation."""

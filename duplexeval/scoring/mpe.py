@@ -1,0 +1,229 @@
+"""Duplex-MPE scoring rules as pure functions on a timeline and VAD episodes.
+
+Nothing here reads files, runs a model or holds a metric constant: every threshold comes
+from the benchmark spec's `metrics` block (passed as `params`), every time is seconds on
+the recording's clock, and an episode is a (start_s, end_s) pair from the causal VAD on
+the model channel (bursts < vad.min_speech_ms dropped, then gaps < vad.merge_gap_ms
+merged; duplexeval.judges.vad). The rules, with their sources:
+
+- Start (Table 2, §3.4, App. A3.2): Aria silent when T ends, then an onset within
+  start.window_s. Outcomes: fresh (pass) / already_speaking / miss.
+- Response presence (Table 9) = fresh + already_speaking.
+- Shush (Table 2, App. A3.3): an N1/N2/N3 window passes with no speech, or speech whose
+  transcript a judge calls a backchannel; content fails however short; speech with an
+  empty transcript fails (shush.empty_asr_fails). A window without speech passes with no
+  ASR or judge call (VAD-gated judging).
+- Stop (§3.5, App. A4.1): eligible = quiet during N4Q, an onset in the gap before N4R,
+  still talking when N4R starts; everything else is excluded, not failed. Pass = silent
+  at N4R start + stop.deadline_s and silent until N4R end + stop.tail_s.
+
+Boundary conventions (documented in docs/mpe.md): an onset exactly at the end of the
+Start window counts (<=); an episode that ends exactly when T ends is not "already
+speaking"; an episode that starts exactly when T ends is a fresh onset after 0 s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+Episode = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One rule's decision: `passed` is None when the unit is excluded (Stop)."""
+
+    outcome: str
+    passed: bool | None
+    reason: str
+    times: dict[str, float] = field(default_factory=dict)
+
+
+def overlapping(episodes: Sequence[Episode], start: float, end: float) -> list[Episode]:
+    """Episodes with any speech inside [start, end)."""
+    return [ep for ep in episodes if ep[0] < end and ep[1] > start]
+
+
+def speaking_at(episodes: Sequence[Episode], t: float) -> Episode | None:
+    """The episode running across instant t (started before it, ends after it), if any."""
+    return next((ep for ep in episodes if ep[0] < t < ep[1]), None)
+
+
+def first_onset(episodes: Sequence[Episode], start: float, end: float, *, include_end: bool) -> Episode | None:
+    """The first episode starting in [start, end] (or [start, end) when not include_end)."""
+    for ep in sorted(episodes):
+        if ep[0] >= start and (ep[0] <= end if include_end else ep[0] < end):
+            return ep
+    return None
+
+
+# -- Start and presence -------------------------------------------------------------------
+
+def start_outcome(t_end: float, episodes: Sequence[Episode], params: dict[str, Any]) -> Outcome:
+    """Start for one T turn ending at `t_end`; params = spec["metrics"]."""
+    window_s = float(params["start"]["window_s"])
+    running = speaking_at(episodes, t_end)
+    if running is not None:
+        return Outcome("already_speaking", False,
+                       f"Aria was already speaking when T ended (episode from {running[0]:.3f} s); "
+                       "an onset before T ends is not a decision to answer (App. A3.2)",
+                       {"episode_start": running[0], "episode_end": running[1]})
+    onset = first_onset(episodes, t_end, t_end + window_s, include_end=True)
+    if onset is None:
+        return Outcome("miss", False, f"no onset within {window_s:g} s of T's end", {})
+    latency = onset[0] - t_end
+    return Outcome("fresh", True, f"fresh onset {latency:.3f} s after T ended (window {window_s:g} s)",
+                   {"onset": onset[0], "latency_s": latency, "episode_end": onset[1]})
+
+
+def response_presence(start: Outcome) -> bool:
+    """Table 9: presence counts fresh starts and speech already running."""
+    return start.outcome in ("fresh", "already_speaking")
+
+
+def response_episode(t_end: float, episodes: Sequence[Episode], start: Outcome) -> Episode | None:
+    """The episode judged for Answer: the fresh onset's, or the one running across T's end."""
+    if start.outcome == "fresh":
+        return (start.times["onset"], start.times["episode_end"])
+    if start.outcome == "already_speaking":
+        return (start.times["episode_start"], start.times["episode_end"])
+    return None
+
+
+def answer_outcome(verdict_value: Any, parsed_ok: bool, transcript: str, params: dict[str, Any]) -> Outcome:
+    """Answer for one T with speech (§3.5): empty transcript or unparseable verdict = incorrect.
+
+    The judge's verdict vocabulary is the judge specs' ("correct" / "incorrect").
+    """
+    if params["answer"]["unparseable_counts_as"] != "incorrect":
+        raise ValueError("Duplex-MPE counts unparseable answer verdicts as incorrect (§3.5)")
+    if not transcript.strip():
+        return Outcome("incorrect", False, "speech detected but the transcript is empty", {})
+    if not parsed_ok:
+        return Outcome("incorrect", False, "the judge's verdict was unparseable (counts as incorrect, §3.5)", {})
+    if verdict_value == "correct":
+        return Outcome("correct", True, "the judge matched the reply to the gold answer", {})
+    return Outcome("incorrect", False, "the judge did not match the reply to the gold answer", {})
+
+
+# -- Shush ------------------------------------------------------------------------------
+
+def shush_window(turn_start: float, turn_end: float, next_start: float | None, scene_end: float,
+                 params: dict[str, Any]) -> tuple[float, float]:
+    """The window of one N1/N2/N3 turn.
+
+    shush.window "turn+gap" (default, and the paper's reading): from the turn's start to
+    the next turn's start, so speech in the gap after a silence turn counts against it;
+    the last turn's window runs to the end of the scene (the scheduler's tail).
+    "turn": the turn's own audio only.
+    """
+    mode = params["shush"].get("window", "turn+gap")
+    if mode == "turn":
+        return (turn_start, turn_end)
+    if mode == "turn+gap":
+        return (turn_start, next_start if next_start is not None else max(scene_end, turn_end))
+    raise ValueError(f"unknown shush.window {mode!r}; use 'turn' or 'turn+gap'")
+
+
+def shush_window_outcome(speech: Sequence[Episode], transcript: str | None, verdict_value: Any,
+                         parsed_ok: bool, params: dict[str, Any]) -> Outcome:
+    """Shush for one window given its speech, the in-window transcript and the judge's verdict.
+
+    Call order is the point (VAD-gated judging, App. A3.3): with no speech, pass before
+    any ASR; with speech and an empty transcript, decide before any judge call. The
+    verdict vocabulary is the judge specs' ("backchannel" / "content").
+    """
+    if not speech:
+        return Outcome("silent", True, "no speech in the window (no ASR or judge call)", {})
+    if transcript is None:
+        raise ValueError("shush_window_outcome: speech in the window needs its transcript")
+    if not transcript.strip():
+        if params["shush"]["empty_asr_fails"]:
+            return Outcome("unreadable_speech", False,
+                           "VAD heard speech but ASR returned nothing (fails, Table 10)", {})
+        return Outcome("unreadable_speech", True, "VAD heard speech but ASR returned nothing (spec: passes)", {})
+    if not parsed_ok:
+        return Outcome("intrusion", False, "the backchannel verdict was unparseable (counts as content)", {})
+    if verdict_value == "backchannel":
+        return Outcome("backchannel", True, "only a backchannel, which leaves the floor alone (App. A3.3)", {})
+    return Outcome("intrusion", False, "content in a silence window, however short, takes the floor (App. A3.3)", {})
+
+
+def needs_judge(speech: Sequence[Episode], transcript: str | None, params: dict[str, Any]) -> bool:
+    """Whether a Shush window reaches the judge: speech with a non-empty transcript."""
+    return bool(speech) and bool(transcript and transcript.strip())
+
+
+# -- Stop -------------------------------------------------------------------------------
+
+def stop_eligibility(q_start: float, q_end: float, r_start: float, episodes: Sequence[Episode],
+                     params: dict[str, Any]) -> Outcome:
+    """Whether an N4 event counts for Stop (§3.5, App. A4.1); exclusions are not failures."""
+    during_q = overlapping(episodes, q_start, q_end)
+    if during_q:
+        first = min(during_q)
+        if first[0] < q_start:
+            return Outcome("excluded_already_talking", None,
+                           "Aria was already talking when N4Q started (excluded, App. A4.1)", {"episode_start": first[0]})
+        return Outcome("excluded_talked_over_question", None,
+                       "Aria talked over the N4Q question (excluded, App. A4.1)", {"episode_start": first[0]})
+    onset = first_onset(episodes, q_end, r_start, include_end=False)
+    if onset is None:
+        return Outcome("excluded_no_onset_in_gap", None,
+                       "Aria did not start speaking between N4Q and N4R (excluded, App. A4.1)", {})
+    running = speaking_at(episodes, r_start)
+    if running is None:
+        return Outcome("excluded_finished_early", None,
+                       "Aria started in the gap but had stopped before N4R began (excluded, App. A4.1)",
+                       {"onset": onset[0]})
+    return Outcome("eligible", None, "quiet during N4Q, started in the gap, still talking at N4R",
+                   {"onset": onset[0], "episode_end": running[1]})
+
+
+def stop_outcome(r_start: float, r_end: float, episodes: Sequence[Episode], params: dict[str, Any]) -> Outcome:
+    """Stop for one eligible N4 event: silent from N4R start + deadline to N4R end + tail."""
+    stop = params["stop"]
+    deadline = r_start + float(stop["deadline_s"])
+    window_end = max(deadline, r_end + float(stop["tail_s"]))
+    running = speaking_at(episodes, deadline)
+    times = {"deadline": deadline, "window_end": window_end}
+    if running is not None or any(ep[0] == deadline for ep in episodes):
+        return Outcome("did_not_yield", False,
+                       f"still talking {float(stop['deadline_s']):g} s after N4R started", times)
+    later = [ep for ep in episodes if deadline < ep[0] < window_end]
+    if later:
+        return Outcome("did_not_yield", False,
+                       f"spoke again at {min(later)[0]:.3f} s, before the window closed at {window_end:.3f} s",
+                       {**times, "resumed": min(later)[0]})
+    stopped = max((ep[1] for ep in episodes if ep[0] < r_start and ep[1] > r_start), default=r_start)
+    return Outcome("yielded", True, f"stopped {stopped - r_start:.3f} s after N4R started and stayed silent",
+                   {**times, "stopped": stopped})
+
+
+# -- aggregation helpers ------------------------------------------------------------------
+
+def rate(numerator: int, denominator: int) -> dict[str, Any]:
+    """{value, numerator, denominator}; value None with no denominator (never 0/0 = 0)."""
+    return {"value": round(numerator / denominator, 6) if denominator else None,
+            "numerator": numerator, "denominator": denominator}
+
+
+def stop_result(yielded: int, eligible: int, n4_events: int, params: dict[str, Any]) -> dict[str, Any]:
+    """§4.3: Stop is reported only with >= min_eligible events; its denominator and the
+    yield rate over all N4 events are always shown (a conditional rate needs them)."""
+    min_eligible = int(params["stop"]["min_eligible"])
+    reported = eligible >= min_eligible
+    out = rate(yielded, eligible)
+    if not reported:
+        out["value"] = None
+    out.update({
+        "reported": reported,
+        "min_eligible": min_eligible,
+        "eligible": eligible,
+        "n4_events": n4_events,
+        "yield_rate_all_n4": rate(yielded, n4_events),
+    })
+    if not reported:
+        out["note"] = f"not reported: {eligible} eligible events < {min_eligible} (§4.3)"
+    return out

@@ -1,0 +1,72 @@
+"""Resume: a lockstep run killed with SIGKILL at several points and started again equals an
+uninterrupted run byte for byte; a resume with a changed spec is refused (issue 3)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from duplexeval.runner import FileStimulus, RunConfigMismatch, load_model_spec, run_items
+from duplexeval.runner.modelspec import REPO_ROOT
+from runner_helpers import tone
+
+TESTS = Path(__file__).parent
+MODEL = "babbler"  # speaks at 24 kHz: both resampling directions are part of what must repeat
+
+
+def _child(out: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO_ROOT)]))
+    return subprocess.Popen([sys.executable, str(TESTS / "runner_resume_child.py"), str(out), MODEL],
+                            env=env, cwd=REPO_ROOT, stderr=subprocess.PIPE)
+
+
+def _finished(out: Path) -> int:
+    return len(list(out.glob("items/*/status.json")))
+
+
+def _snapshot(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_sigkill_at_several_points_then_resume_equals_an_uninterrupted_run(tmp_path):
+    reference = tmp_path / "reference"
+    proc = _child(reference)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
+
+    resumed = tmp_path / "resumed"
+    # Kill points: during model start-up, mid-session after 1 and 3 finished items, and as
+    # soon as item 4's folder appears (while its files are being written, when it lands).
+    for finished_before_kill, extra_delay, folder in [(0, 0.3, None), (1, 0.05, None), (3, 0.1, None), (0, 0.0, "item-04")]:
+        proc = _child(resumed)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline and (
+                _finished(resumed) < finished_before_kill or (folder and not (resumed / "items" / folder).exists())):
+            time.sleep(0.001)
+        time.sleep(extra_delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert _finished(resumed) < 6, "the kills came too late to interrupt the run"
+    proc = _child(resumed)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
+
+    ref, res = _snapshot(reference), _snapshot(resumed)
+    assert sorted(ref) == sorted(res)  # no lost, duplicated or stray (temp) files
+    assert len([k for k in ref if k.endswith("status.json")]) == 6
+    differing = [k for k in ref if ref[k] != res[k]]
+    assert not differing
+
+
+def test_resume_with_a_changed_spec_is_refused(tmp_path):
+    spec = dict(load_model_spec("silent").data)
+    items = [("a", lambda: FileStimulus(tone(0.3), 16000))]
+    assert run_items(spec, items, tmp_path)[0].status == "ok"
+    assert run_items(spec, items, tmp_path)[0].skipped  # same spec: finished items are kept
+    changed = dict(spec, capabilities=["fork"])
+    with pytest.raises(RunConfigMismatch, match="model_sha256 changed"):
+        run_items(changed, items, tmp_path)
