@@ -130,6 +130,8 @@ def test_embedded_suite_has_24_valid_scenes_covering_every_label_with_n4_after_t
     assert labels == {"T", "N1", "N2", "N3", "N4Q", "N4R"}
     for s in scenes:
         n4q = [t.index for t in s.turns if t.label == "N4Q"]
-        assert n4q and all(i > s.t_index for i in n4q), s.id
-        assert 8 <= len(s.turns) <= 11, s.id
+        assert any(i > s.t_index for i in n4q), s.id  # every scene resolves a question after T
+        assert 8 <= len(s.turns) <= 13, s.id
+    # Stop is reported only with >= 30 eligible events (§4.3): a perfect agent must reach it.
+    assert sum(t.label == "N4Q" for s in scenes for t in s.turns) >= 30
     assert len({s.attributes["setting"] for s in scenes}) >= 12

@@ -36,8 +36,10 @@ def apply_overrides(bench: dict[str, Any], overrides: dict[str, Any]) -> dict[st
     out = copy.deepcopy(bench)
     if "asr" in overrides:
         out["asr"] = copy.deepcopy(overrides["asr"])
-    if "data" in overrides:
-        out["data"] = {**copy.deepcopy(overrides["data"])}
+    data = overrides.get("data", {}).get(out["dimension"])
+    if data is not None:
+        # Keyed by dimension: the embedded MPE scenes must not replace MTR's dialogues.
+        out["data"] = copy.deepcopy(data)
     if "scheduler" in overrides and "scheduler" in out:
         out["scheduler"] = {**out["scheduler"], **copy.deepcopy(overrides["scheduler"])}
     if "judges" in overrides:

@@ -1,0 +1,142 @@
+"""MTR items of a job: one item per (dialogue, scored round), grouped per dialogue for forking.
+
+Where the dialogues come from (`data` block of the benchmark spec, after suite overrides):
+- `source: embedded` / `generated`, `path` a script file (kind mtr-dialogues): rendered
+  with flite into the cache on first use (`$DUPLEXEVAL_CACHE/mtr/`), reused after;
+- any source with `path` a folder of sidecars (`*.json` + stereo WAVs, docs/mtr.md):
+  loaded and checked as they are (a user-supplied Candor copy, say);
+- `source: public` without a path: the data set's loader (duplexeval.mtr.datasets).
+
+Which rounds are scored: `rounds` caps the round number; dialogue-feature benchmarks pick
+rounds by `round_selection` (feature-rounds: every round of the benchmark's feature in
+every dialogue; combination-dialogues: all rounds of the dialogues whose features
+alternate exactly as the benchmark's list). Turns come from the sidecar, or from turn
+segmentation when the benchmark says `turns: segmented` (dialogue quality).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from duplexeval.mtr.context import RoundWindow, round_stimulus
+from duplexeval.mtr.format import Dialogue, Round, load_dialogue
+from duplexeval.mtr.generate import feature_pattern, render_script_file
+from duplexeval.runner.stimulus import Stimulus
+from duplexeval.specs import repo_root
+
+
+@dataclass
+class ScoredRound:
+    item_id: str
+    dialogue: Dialogue
+    round: Round               # annotation (or a segmented turn, wrapped as a Round)
+    window: RoundWindow
+    context: str = ""          # what the user said before (quality judge)
+
+
+def data_cache_dir() -> Path:
+    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "mtr"
+
+
+def load_dialogues(bench: dict[str, Any], limit: int | None = None) -> list[Dialogue]:
+    data = bench["data"]
+    rate = int(bench["audio"]["rate"])
+    path = data.get("path")
+    if path is None:
+        from duplexeval.mtr.datasets import dialogues_for
+
+        sidecars = dialogues_for(bench, rate)
+    else:
+        p = Path(path) if Path(path).is_absolute() else repo_root() / path
+        if p.is_dir():
+            sidecars = sorted(p.glob("*.json"))
+            if not sidecars:
+                raise FileNotFoundError(f"benchmark {bench['id']}: no dialogue sidecars (*.json) in {p}")
+        elif p.is_file():
+            sidecars = render_script_file(p, data_cache_dir() / p.stem / str(rate), rate)
+        else:
+            raise FileNotFoundError(f"benchmark {bench['id']}: data path {p} does not exist")
+    dialogues = [load_dialogue(s) for s in sidecars]
+    return dialogues[:limit] if limit else dialogues
+
+
+def _selected(bench: dict[str, Any], dialogue: Dialogue) -> list[Round]:
+    rounds = [r for r in dialogue.rounds if r.round <= int(bench["rounds"])]
+    if bench["dimension"] != "mtr-features":
+        return rounds
+    features = list(bench["features"])
+    if bench.get("round_selection", "feature-rounds") == "combination-dialogues":
+        want = feature_pattern(features, len(dialogue.rounds))
+        return rounds if list(dialogue.features) == want else []
+    return [r for r in rounds if r.feature in features]
+
+
+def scored_rounds(bench: dict[str, Any], dialogues: list[Dialogue], judges: dict[str, Any] | None = None) -> list[ScoredRound]:
+    out: list[ScoredRound] = []
+    for d in dialogues:
+        user, _ = d.audio()
+        audio_end = len(user) / d.rate
+        if bench.get("turns") == "segmented":
+            rounds = segmented_rounds(bench, d, (judges or {}).get("segmentation"))
+        else:
+            rounds = _selected(bench, d)
+        by_no = {r.round: r for r in (d.rounds if bench.get("turns") != "segmented" else rounds)}
+        for r in rounds:
+            nxt = by_no.get(r.round + 1)
+            end = nxt.user.end if nxt is not None else audio_end
+            gold = r.assistant.text if r.assistant is not None else ""
+            context = " / ".join(x.user.text for x in by_no.values() if x.round < r.round)
+            out.append(ScoredRound(f"{d.id}.r{r.round:02d}", d, r,
+                                   RoundWindow(r.round, r.user.start, r.user.end, min(end, audio_end), gold), context))
+    return out
+
+
+def segmented_rounds(bench: dict[str, Any], dialogue: Dialogue, judge) -> list[Round]:
+    """User turns by segmentation (votes + clustering); texts from the ASR of each channel.
+
+    The ground-truth reply of a turn (what the oracle says) is the assistant's speech
+    between the turn's end and the next turn's start.
+    """
+    from duplexeval.mtr.format import Span
+    from duplexeval.mtr.segmentation import segment_dialogue
+
+    if judge is None:
+        raise ValueError(f"benchmark {bench['id']}: turns: segmented needs a segmentation judge")
+    user, asst = dialogue.audio()
+    seg = segment_dialogue(user, asst, dialogue.rate, bench, judge, {"dialogue": str(dialogue.audio_path)})
+    turns = seg.turns[: int(bench["rounds"])]
+    rounds = []
+    for k, t in enumerate(turns, 1):
+        nxt = turns[k].start if k < len(turns) else len(user) / dialogue.rate
+        utext = " ".join(s["text"] for s in seg.segments if s["speaker"] == "user" and t.start - 0.05 <= s["start"] < t.end)
+        atext = " ".join(s["text"] for s in seg.segments if s["speaker"] == "assistant" and t.end - 0.05 <= s["start"] < nxt)
+        rounds.append(Round(k, Span(t.start, t.end, utext), Span(t.end, nxt, atext)))
+    return rounds
+
+
+def item_factories(bench: dict[str, Any], rounds: list[ScoredRound], teacher_forcing: bool) -> list[tuple[str, list[tuple[str, Callable[[], Stimulus]]]]]:
+    """Items grouped per dialogue (in branch order), each with a lazy stimulus factory."""
+    groups: dict[str, list[tuple[str, Callable[[], Stimulus]]]] = {}
+
+    def factory(sr: ScoredRound) -> Callable[[], Stimulus]:
+        def make() -> Stimulus:
+            user, asst = sr.dialogue.audio()
+            return round_stimulus(user, asst, sr.dialogue.rate, sr.window, teacher_forcing=teacher_forcing, item_id=sr.item_id)
+        return make
+
+    for sr in sorted(rounds, key=lambda s: (s.dialogue.id, s.window.start_s)):
+        groups.setdefault(sr.dialogue.id, []).append((sr.item_id, factory(sr)))
+    return list(groups.items())
+
+
+def context_mode(bench: dict[str, Any], capabilities: list[str], clock: str) -> str:
+    """fork | replay | history-as-heard | skip: how round k's history reaches this model."""
+    wants_tf = bool(bench["context"]["teacher_forcing"])
+    if wants_tf and "teacher_forcing" in capabilities:
+        return "fork" if "fork" in capabilities and clock == "lockstep" else "replay"
+    if wants_tf:
+        return bench["context"].get("without_capability", "history-as-heard")
+    return "history-as-heard"
