@@ -8,6 +8,8 @@ command -v sox >/dev/null 2>&1 || need+=(sox)
 command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
 # The report test opens report.html in headless Chromium and checks a screenshot.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# ... and compiles report.tex (booktabs, longtable: texlive-latex-recommended).
+command -v pdflatex >/dev/null 2>&1 || need+=(texlive-latex-base texlive-latex-recommended)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "setup: installing Debian packages: ${need[*]}"
 SUDO=""

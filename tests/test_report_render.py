@@ -114,3 +114,10 @@ def test_latex_compiles(report, tmp_path: Path) -> None:
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert (tmp_path / "report.pdf").stat().st_size > 5000
+
+
+def test_latex_escape_shows_untypesettable_characters_as_code_points():
+    # pdflatex stops on CJK (the MTR paper's quotes) or emoji in a transcript.
+    from duplexeval.reports.render import latex_escape
+
+    assert latex_escape("衰退 café – ok") == "[U+8870][U+9000] café – ok"

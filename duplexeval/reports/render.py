@@ -53,7 +53,14 @@ def latex_escape(value: Any) -> str:
     if isinstance(value, LatexSafe):
         return value
     text = _CONTROL_RE.sub(" ", str(value)).replace("\r", " ").replace("\n", " ").replace("\t", " ")
-    return LatexSafe(_LATEX_RE.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text))
+    text = _LATEX_RE.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
+    return LatexSafe(_UNTYPESETTABLE_RE.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text))
+
+
+# pdflatex with inputenc/T1 typesets Latin scripts and common punctuation; anything else
+# (the MTR paper's Chinese quotes, emoji in a transcript) would stop compilation, so it
+# is shown as its code point: still traceable, never a LaTeX error.
+_UNTYPESETTABLE_RE = re.compile("[^\x00-\u024f\u2013\u2014\u2018\u2019\u201c\u201d\u2026\u2212\u00d7]")
 
 
 def _latex_finalize(value: Any) -> Any:

@@ -50,10 +50,16 @@ def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode
 def _execute_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None,
                  progress: Progress) -> JobOutcome:
     dimension = job.bench["dimension"]
-    if dimension != "mpe":
-        raise NotImplementedError(f"{dimension} dimensions are not wired into `run` yet")
     if clock not in job.model.data["clocks"]:
         raise NotImplementedError(f"model {job.model.id} does not support the {clock} clock")
+    if dimension.startswith("mtr-"):
+        from duplexeval.runs.mtr_job import run_mtr_job
+
+        results = run_mtr_job(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit,
+                              progress=progress)
+        return JobOutcome(job, "scored", None, results, bench_dir)
+    if dimension != "mpe":
+        raise NotImplementedError(f"{dimension} dimensions are not wired into `run` yet")
     from duplexeval.runs.mpe_items import mpe_items
     from duplexeval.scoring.mpe_results import judges_from_spec, score_bench_dir
 
