@@ -43,8 +43,31 @@ def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode
         except NotImplementedError as exc:
             progress(f"  not run: {exc}")
             outcomes.append(JobOutcome(job, "not-run", str(exc), None, bench_dir))
+    for bench in _mpe_benchmarks(jobs):
+        progress(f"text-only reference on {bench['id']} ({bench['judges']['text_reference']})")
+        _text_reference(run_dir, bench, cache_mode, limit)
     atomic_write_json(run_dir / "summary.json", summary(run_dir, outcomes))
     return outcomes
+
+
+def _mpe_benchmarks(jobs: list[Job]) -> list[dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        if job.bench["dimension"] == "mpe" and "text_reference" in job.bench["judges"]:
+            seen.setdefault(job.bench["id"], job.bench)
+    return list(seen.values())
+
+
+def _text_reference(run_dir: Path, bench: dict[str, Any], cache_mode: str, limit: int | None) -> None:
+    """Duplex-MPE's text-only reference row (§4.2): per benchmark, not per model."""
+    from duplexeval.judges.cache import JudgeCache
+    from duplexeval.judges.llm import load_judge
+    from duplexeval.runs.mpe_items import load_bench_scenes
+    from duplexeval.scoring.text_reference import write_text_reference
+
+    judge_id = bench["judges"]["text_reference"]
+    judge = load_judge(judge_id, JudgeCache(mode=cache_mode))
+    write_text_reference(run_dir, bench, load_bench_scenes(bench, limit), judge, judge_id)
 
 
 def _execute_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None,

@@ -15,15 +15,18 @@ from duplexeval.scenes.scheduler import MPEScheduler
 from duplexeval.specs import repo_root
 
 
-def mpe_items(bench: dict[str, Any], limit: int | None = None) -> list[tuple[str, Callable[[], Stimulus]]]:
+def load_bench_scenes(bench: dict[str, Any], limit: int | None = None) -> list:
     data = bench["data"]
     if data.get("source") != "embedded" or "path" not in data:
         raise FileNotFoundError(
             f"benchmark {bench['id']}: data source {data.get('source')!r} ({data.get('dataset', '?')}) is not on this "
             "machine; run a suite whose overrides point data.path at scene files (e.g. the embedded suite)")
     scenes = load_scenes(repo_root() / Path(data["path"]))
-    if limit:
-        scenes = scenes[:limit]
+    return scenes[:limit] if limit else scenes
+
+
+def mpe_items(bench: dict[str, Any], limit: int | None = None) -> list[tuple[str, Callable[[], Stimulus]]]:
+    scenes = load_bench_scenes(bench, limit)
     rate = int(bench["audio"]["rate"])
     condition = bench["condition"]
 
