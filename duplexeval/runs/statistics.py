@@ -53,7 +53,7 @@ def run_statistics(run_dir: Path) -> dict[str, Any]:
             test = mcnemar_from_pairs([(first[i][metric], second[i][metric]) for i in shared])
             mcnemar.append({"model": model, "first": bench_id, "second": pair_id, "metric": metric,
                             "pairs": len(shared), "first_only": test.b, "second_only": test.c,
-                            "p": round(test.p, 6), "test": "exact two-sided McNemar"})
+                            "p": round(test.p_value, 6), "test": "exact two-sided McNemar"})
     entries = []
     for model, spec, folder in folders:
         metrics = json.loads((folder / "results.json").read_text(encoding="utf-8"))["metrics"]
