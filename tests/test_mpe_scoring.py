@@ -109,4 +109,4 @@ def test_scoring_twice_gives_byte_identical_results(tmp_path, judges):
     assert m["answer"] == {**m["answer"], "numerator": 1, "denominator": 1}
     assert m["shush"]["denominator"] == 6
     assert m["stop"]["reported"] is False and m["stop"]["n4_events"] == 2
-    assert first["items"] == {"ok": 2, "unfinished": 1}
+    assert first["items"] == {"error": 0, "ok": 2, "total": 3, "unfinished": 1}

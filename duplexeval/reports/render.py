@@ -250,7 +250,14 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "diffs": golden_diffs(inputs),
         "arithmetic": arithmetic,
         "arithmetic_summary": arithmetic_summary(arithmetic),
+        "statistics": _statistics(run.root),
     }
+
+
+def _statistics(root: Path) -> dict[str, Any] | None:
+    """statistics.json (McNemar per model, Spearman presence vs Start), when the run has one."""
+    path = Path(root) / "statistics.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 # ------------------------------------------------------------------ output

@@ -85,7 +85,11 @@ def item_dirs(bench_dir: Path) -> tuple[list[Path], dict[str, int]]:
         counts[status if status in ("ok", "error") else "unknown"] += 1
         if status == "ok":
             ok.append(d)
-    return ok, {k: counts[k] for k in sorted(counts)}
+    # ok and error are always present: "0 errors" must be visible, not implied (docs/architecture.md).
+    counts.update({"ok": 0, "error": 0})
+    out = {k: counts[k] for k in sorted(counts)}
+    out["total"] = sum(out.values())
+    return ok, out
 
 
 def score_bench_dir(bench_dir: str | Path, bench_spec: dict[str, Any], judges: dict[str, DecidingJudge], *,
