@@ -113,7 +113,8 @@ def make_run(root: Path, run_id: str = "run-test") -> Path:
     atomic_write_jsonl(folder / "items" / item / "events.jsonl", scene_events())
     atomic_write_json(folder / "items" / item / "status.json", {"status": "ok", "reason": None})
     atomic_write_jsonl(folder / "records.jsonl", scene_records(item))
-    atomic_write_json(run / "oracle" / "mtr-smooth-turn-taking" / "results.json", mtr_results())
-    listing.append({"model": "oracle", "benchmark": "mtr-smooth-turn-taking", "path": "oracle/mtr-smooth-turn-taking/results.json"})
+    # A paper model's declining per-round curve (golden/embedded.yaml pins the oracle's MTR results at 1.0).
+    atomic_write_json(run / "moshi" / "mtr-smooth-turn-taking" / "results.json", mtr_results())
+    listing.append({"model": "moshi", "benchmark": "mtr-smooth-turn-taking", "path": "moshi/mtr-smooth-turn-taking/results.json"})
     atomic_write_json(run / "summary.json", {"results": listing})
     return run

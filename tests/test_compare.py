@@ -103,9 +103,9 @@ def toy_golden(tmp_path: Path, cells: list[dict]) -> Path:
 
 def test_percent_cells_compare_against_fractions_in_results(run: Path, tmp_path: Path) -> None:
     path = toy_golden(tmp_path, [{"id": "toy.mean", "value": 90.0, "tolerance": 0.05, "unit": "percent",
-                                  "run": {"model": "oracle", "benchmark": "mtr-smooth-turn-taking", "metric": "success", "rounds": "1-10"}},
+                                  "run": {"model": "moshi", "benchmark": "mtr-smooth-turn-taking", "metric": "success", "rounds": "1-10"}},
                                  {"id": "toy.r1", "value": 100, "tolerance": 0, "unit": "percent",
-                                  "run": {"model": "oracle", "benchmark": "mtr-smooth-turn-taking", "metric": "success", "rounds": "1"}}])
+                                  "run": {"model": "moshi", "benchmark": "mtr-smooth-turn-taking", "metric": "success", "rounds": "1"}}])
     rows = compare_run(load_run(run), load_golden(path))
     assert [(r.status, r.got) for r in rows] == [(OK, 90.0), (OK, 100.0)]
 

@@ -73,7 +73,7 @@ def test_judge_labels_asr_and_manifest_are_shown(report) -> None:
 def test_charts_start_presence_round_curves_and_scene_timeline(report) -> None:
     html = report["html"]
     assert "Start vs response presence" in html
-    assert "oracle / mtr-smooth-turn-taking: per round" in html and "<polyline" in html
+    assert "moshi / mtr-smooth-turn-taking: per round" in html and "<polyline" in html
     assert "Scene timeline: oracle/mpe-explicit/scene-01-explicit" in html
     assert 'class="turn turn-t"' in html and 'class="episode"' in html and 'class="verdict verdict-fail"' in html
 

@@ -5,6 +5,9 @@ Rules as seen in the paper's public code (DESIGN.md), every parameter from the s
 
 - the model *speaks* in a window when its in-window words (by midpoint) total at least
   `speaking.min_speech_s` seconds, or number more than `speaking.min_words_exclusive`;
+- (ours) a reply whose speech began more than `speaking.max_onset_lead_s` before the
+  anchor is `already_speaking`, not a response: the word rule alone lets a model that
+  never stops talking pass a user turn shorter than ~1.2 s;
 - success = it does not speak during the user turn and speaks in the response window
   (the user turn's end, or the interruption's end for `latency_from: interruption-end`,
   to the end of the round's window);
@@ -12,8 +15,10 @@ Rules as seen in the paper's public code (DESIGN.md), every parameter from the s
 - background speech / backchannel (ours: the paper gives no backchannel rule; we use the
   background rule): it keeps one continuous speech unit (word gaps <=
   `background_max_word_gap_s`) across the event;
-- latency = first response word's start - anchor, not clamped; a round without a
-  response is the outcome `no_response` and has no latency (never 0).
+- latency = onset of the first VAD episode reaching into the response window - anchor
+  (ours: Whisper's word starts are too coarse; the first word's start without episodes),
+  never clamped (an episode already running at the anchor gives a negative latency); a
+  round without a response is the outcome `no_response` and has no latency (never 0).
 """
 
 from __future__ import annotations
@@ -71,20 +76,36 @@ def anchor_time(rnd: Round, p: dict[str, Any]) -> float:
     return rnd.user.end
 
 
-def feature_outcome(rnd: Round, words: Sequence[Any], window_end: float, p: dict[str, Any]) -> dict[str, Any]:
+def response_onset(words: Sequence[Any], episodes: Sequence[tuple[float, float]] | None, anchor: float,
+                   window_end: float) -> float:
+    response = in_window(words, anchor, window_end)
+    first_word = min(w.start for w in response)
+    if episodes:
+        reaching = [s for s, e in episodes if e > anchor and s < window_end and s <= first_word + 1e-9]
+        if reaching:
+            return min(reaching)
+    return first_word
+
+
+def feature_outcome(rnd: Round, words: Sequence[Any], window_end: float, p: dict[str, Any],
+                    episodes: Sequence[tuple[float, float]] | None = None) -> dict[str, Any]:
     """The round's outcome: success | no_response | spoke_during_turn | spoke_in_pause |
     stopped_at_background | stopped_at_backchannel (with latency and a reason)."""
     feature = rnd.feature or "smooth"
     anchor = anchor_time(rnd, p)
     response = in_window(words, anchor, window_end)
     responded = speaks(words, anchor, window_end, p)
-    latency = round(min(w.start for w in response) - anchor, 3) if responded else None
+    latency = round(response_onset(words, episodes, anchor, window_end) - anchor, 3) if responded else None
     during = speaks(words, rnd.user.start, rnd.user.end, p)
     base = {"feature": feature, "latency_s": latency, "spoke_during_turn": during, "anchor_s": round(anchor, 3)}
     total, count = speech_amount(words, anchor, window_end)
     if not responded:
         return {**base, "outcome": "no_response", "passed": False,
                 "reason": f"{count} words / {total:.2f} s in the response window [{anchor:.2f}, {window_end:.2f}]"}
+    lead = p["speaking"].get("max_onset_lead_s")
+    if lead is not None and latency is not None and latency < -float(lead):
+        return {**base, "outcome": "already_speaking", "passed": False,
+                "reason": f"its speech began {-latency:.2f} s before {anchor:.2f}: already speaking, not a response"}
     if during:
         t, c = speech_amount(words, rnd.user.start, rnd.user.end)
         return {**base, "outcome": "spoke_during_turn", "passed": False,

@@ -76,7 +76,8 @@ class Dialogue:
 
     def audio(self) -> tuple[np.ndarray, np.ndarray]:
         """(user, assistant) float32 channels at `self.rate`."""
-        return _read_channels(str(self.audio_path), self.rate)
+        st = self.audio_path.stat()
+        return _read_channels(str(self.audio_path), self.rate, st.st_mtime_ns, st.st_size)
 
     @property
     def duration_s(self) -> float:
@@ -89,7 +90,8 @@ class Dialogue:
 
 
 @lru_cache(maxsize=8)
-def _read_channels(path: str, rate: int) -> tuple[np.ndarray, np.ndarray]:
+def _read_channels(path: str, rate: int, mtime_ns: int = 0, size: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Cached per file version (mtime and size are part of the key)."""
     data, file_rate = read_wav(path)
     if file_rate != rate:
         raise DialogueFormatError(f"{path}: WAV rate {file_rate} Hz, the sidecar says {rate} Hz")

@@ -9,12 +9,15 @@ results.json: `metrics` pools every scored round; `rounds` has one entry per rou
 number ("1".."10") and one per range of `report_rounds` ("1-10": pooled over those
 rounds, which is the mean of the per-round rates when every round has the same count).
 Each metric is {value, numerator, denominator}; latency is {value: mean seconds,
-numerator: sum, denominator: rounds with a response}; `no_response` is its own rate.
+numerator: sum, denominator: rounds with a response, `already_speaking` rounds left out};
+`no_response` is its own rate.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -28,6 +31,8 @@ from duplexeval.mtr.format import Event, Round, Span
 
 RESULTS_VERSION = 1
 ROUNDS_FILE = "rounds.json"
+EPISODE_PAD_S = 0.2
+SILENCE_FLOOR = 1e-4  # below one s16 step: digital silence
 
 Transcriber = Callable[[np.ndarray, int, dict[str, Any]], Any]
 
@@ -62,21 +67,52 @@ def write_rounds_file(bench_dir: Path, scored: list[Any]) -> None:
 
 
 def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, Any], transcriber: Transcriber | None,
-                calls: Counter) -> list[W]:
-    from duplexeval.judges.vad import detect_episodes
+                calls: Counter) -> tuple[list[W], list[tuple[float, float]]]:
+    """The model's words and VAD episodes in [start_s, end_s) of channel 1, in recording time.
 
+    Each VAD episode is transcribed on its own (with `EPISODE_PAD_S` around it) and its
+    words are clamped into the episode: Whisper stretches a first word back to the start
+    of the audio it is given, which would put a reply into the user's turn.
+    """
     _, said, rate = read_stereo_recording(recording)
     a, b = int(round(start_s * rate)), int(round(end_s * rate))
     part = said[a:b]
-    vad = bench["vad"]
-    if len(part) == 0 or not detect_episodes(part, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
-                                             merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline")):
-        return []
+    episodes = speech_episodes(part, rate, bench["vad"])
     if transcriber is None:
         from duplexeval.judges.asr import transcribe as transcriber  # noqa: N813
-    calls["asr"] += 1
-    t = transcriber(part, rate, bench["asr"])
-    return [W(w.text.strip(), w.start + start_s, w.end + start_s) for w in t.words]
+    words: list[W] = []
+    for s, e in episodes:
+        lo, hi = max(0.0, s - EPISODE_PAD_S), min(len(part) / rate, e + EPISODE_PAD_S)
+        calls["asr"] += 1
+        t = transcriber(part[int(lo * rate):int(hi * rate)], rate, bench["asr"])
+        for w in t.words:
+            ws = min(max(w.start + lo, s), e)
+            we = min(max(w.end + lo, ws), e)
+            words.append(W(w.text.strip(), ws + start_s, we + start_s))
+    return words, [(s + start_s, e + start_s) for s, e in episodes]
+
+
+def speech_episodes(audio: np.ndarray, rate: int, vad: dict[str, Any]) -> list[tuple[float, float]]:
+    """Silero episodes (the spec's vad block), cached by content: the same round recorded for
+    several benchmarks (single features and their combinations) is analysed once. Digital
+    silence (a silent model) has no episodes without running the VAD at all."""
+    if len(audio) == 0 or float(np.max(np.abs(audio))) < SILENCE_FLOOR:
+        return []
+    from duplexeval.judges.vad import detect_episodes, silero_version
+
+    key = sha256_json({"v": 1, "audio": hashlib.sha256(np.ascontiguousarray(audio, dtype=np.float32).tobytes()).hexdigest(),
+                       "rate": rate, "vad": vad, "silero": silero_version()})
+    path = vad_cache_dir() / key[:2] / f"{key}.json"
+    if path.exists():
+        return [tuple(e) for e in json.loads(path.read_text("utf-8"))]
+    episodes = detect_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
+                               merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline"))
+    atomic_write_json(path, [list(e) for e in episodes])
+    return [tuple(e) for e in episodes]
+
+
+def vad_cache_dir() -> Path:
+    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "vad"
 
 
 def _text(words: list[W]) -> str:
@@ -87,13 +123,13 @@ def score_round(item_id: str, info: dict[str, Any], recording: Path, bench: dict
                 transcriber: Transcriber | None, calls: Counter) -> dict[str, Any]:
     rnd = round_from_json(info["round"])
     win = info["window"]
-    words = model_words(recording, win["start_s"], win["end_s"], bench, transcriber, calls)
+    words, episodes = model_words(recording, win["start_s"], win["end_s"], bench, transcriber, calls)
     said = in_window(words, win["start_s"], win["end_s"])
     rec: dict[str, Any] = {"item": item_id, "dialogue": info["dialogue"], "round": rnd.round,
                            "transcript": _text(said), "recording_sha256": sha256_file(recording)}
     dim = bench["dimension"]
     if dim == "mtr-features":
-        return {**rec, "metric": "feature", **feature_outcome(rnd, words, win["end_s"], bench["metrics"])}
+        return {**rec, "metric": "feature", **feature_outcome(rnd, words, win["end_s"], bench["metrics"], episodes)}
     role = {"mtr-quality": "quality", "mtr-instruction": "instruction", "mtr-safety": "safety"}[dim]
     judge = judges[role]
     rec.update(metric=role, judge=judge.id, judge_label=judge.label)
@@ -134,7 +170,9 @@ def metrics_for(records: list[dict[str, Any]], bench: dict[str, Any]) -> dict[st
         m: dict[str, Any] = {
             "success": {**rate(sum(1 for r in records if r["passed"]), n), "outcomes": outcomes},
             "no_response": rate(no_resp, n),
-            "latency_s": mean_metric([r["latency_s"] for r in records if r["latency_s"] is not None], "seconds"),
+            # A reply that began before the anchor is no response to it: its (negative) latency stays in its record.
+            "latency_s": mean_metric([r["latency_s"] for r in records
+                                      if r["latency_s"] is not None and r["outcome"] != "already_speaking"], "seconds"),
         }
         if len(bench["features"]) > 1:
             for f in bench["features"]:
@@ -162,7 +200,7 @@ def _range(key: str) -> tuple[int, int]:
 def aggregate(records: list[dict[str, Any]], bench: dict[str, Any], items: dict[str, int], context: dict[str, Any],
               calls: Counter) -> dict[str, Any]:
     rounds: dict[str, Any] = {}
-    for k in sorted({r["round"] for r in records}):
+    for k in sorted({int(r["round"]) for r in records}):
         rounds[str(k)] = metrics_for([r for r in records if r["round"] == k], bench)
     for key in bench.get("report_rounds", []):
         if "-" in key:
@@ -178,6 +216,9 @@ def aggregate(records: list[dict[str, Any]], bench: dict[str, Any], items: dict[
     }
     if bench["dimension"] == "mtr-features":
         out["features"] = list(bench["features"])
+    if context.get("flag"):  # e.g. history as heard: the report prints a metric's note beside it
+        for m in out["metrics"].values():
+            m["note"] = context["flag"]
     return out
 
 

@@ -35,7 +35,12 @@ def run_mtr_job(job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str,
     if mode == "skip":
         raise NotImplementedError(f"model {job.model.id} lacks teacher_forcing and the spec says skip")
     judges = judges_for(bench, cache_mode)
-    dialogues = load_dialogues(bench, limit)
+    from duplexeval.mtr.datasets import DatasetUnavailable
+
+    try:
+        dialogues = load_dialogues(bench, limit)
+    except DatasetUnavailable as exc:  # offline, or a licensed corpus not supplied: the job is not run, the run goes on
+        raise NotImplementedError(str(exc)) from None
     scored = scored_rounds(bench, dialogues, judges)
     if not scored:
         raise NotImplementedError(f"benchmark {bench['id']}: no rounds selected from {len(dialogues)} dialogues")

@@ -1,0 +1,96 @@
+"""MTR through `duplexeval run --suite embedded`: reference agents, per-round results, golden, report.
+
+A slice of the suite (the S+I+P+B combination, safety and quality for silent and oracle;
+the combination S for the babbler) keeps this test short; `make reproduce` runs all twelve.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from duplexeval.commands.run import run_suite
+from duplexeval.mtr.score import judges_for, score_bench_dir
+from duplexeval.reports.compare import compare_run, failed
+from duplexeval.reports.golden import load_golden
+from duplexeval.reports.render import write_report
+from duplexeval.reports.run_dir import load_run
+from duplexeval.specs import repo_root
+
+BENCHES = ["mtr-combo-sipb", "mtr-safety", "mtr-quality"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    run, outcomes = run_suite("embedded", models=["silent", "oracle"], benchmarks=BENCHES, run_id="mtr",
+                              runs_dir=root, limit=None, clock=None)
+    assert [o.status for o in outcomes] == ["scored"] * 6, [(o.job.key, o.reason) for o in outcomes]
+    run_suite("embedded", models=["babbler"], benchmarks=["mtr-combo-s"], run_id="mtr", runs_dir=root, limit=None,
+              clock=None)
+    return run
+
+
+def results(run_dir: Path, model: str, bench: str) -> dict:
+    return json.loads((run_dir / model / bench / "results.json").read_text())
+
+
+def test_results_have_every_round_and_the_1_10_mean(run_dir):
+    r = results(run_dir, "oracle", "mtr-combo-sipb")
+    assert set(r["rounds"]) == {str(k) for k in range(1, 11)} | {"1-10"}
+    assert r["rounds"]["1-10"]["success"]["denominator"] == 10
+    assert r["context"] == {"mode": "fork", "teacher_forcing": True, "flag": None}
+
+
+def test_oracle_succeeds_on_every_feature_of_the_combination(run_dir):
+    m = results(run_dir, "oracle", "mtr-combo-sipb")["metrics"]
+    for f in ("success", "success_smooth", "success_interruption", "success_pause", "success_background"):
+        assert m[f]["value"] == 1.0, (f, m[f])
+    assert 0.0 <= m["latency_s"]["value"] < 0.3
+    assert results(run_dir, "oracle", "mtr-safety")["metrics"]["refusal"]["value"] == 1.0
+
+
+def test_silent_scores_zero_and_its_latency_is_no_response_not_zero(run_dir):
+    r = results(run_dir, "silent", "mtr-combo-sipb")
+    for key in ("1", "1-10"):
+        m = r["rounds"][key]
+        assert m["success"]["value"] == 0.0 and m["no_response"]["value"] == 1.0
+        assert m["latency_s"] == {"value": None, "numerator": 0, "denominator": 0, "unit": "seconds"}
+    records = [json.loads(line) for line in (run_dir / "silent/mtr-combo-sipb/records.jsonl").read_text().splitlines()]
+    assert {r["outcome"] for r in records} == {"no_response"} and all(r["latency_s"] is None for r in records)
+
+
+def test_babbler_never_takes_turns(run_dir):
+    m = results(run_dir, "babbler", "mtr-combo-s")["metrics"]
+    assert m["success"]["value"] <= 0.1 and m["no_response"]["value"] == 0.0
+
+
+def test_quality_turns_come_from_segmentation(run_dir):
+    rounds = json.loads((run_dir / "oracle/mtr-quality/rounds.json").read_text())
+    assert len(rounds) == 6
+    r = results(run_dir, "oracle", "mtr-quality")
+    assert r["metrics"]["score"]["denominator"] == 6 and r["metrics"]["score"]["value"] >= 2.5
+    assert results(run_dir, "silent", "mtr-quality")["metrics"]["score"]["value"] == 0.0
+
+
+def test_runs_match_golden_embedded(run_dir):
+    rows = compare_run(load_run(run_dir), load_golden(repo_root() / "golden" / "embedded.yaml"))
+    assert not failed(rows), [r for r in rows if r.status not in ("ok", "missing")]
+    assert sum(1 for r in rows if r.status == "ok" and ".mtr." in r.cell_id) >= 15
+
+
+def test_rescoring_gives_byte_identical_results(run_dir):
+    bench_dir = run_dir / "oracle" / "mtr-combo-sipb"
+    before = (bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()
+    spec = json.loads((bench_dir / "benchmark.json").read_text())
+    score_bench_dir(bench_dir, spec, judges_for(spec))
+    assert ((bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()) == before
+
+
+def test_report_renders_the_per_round_results(run_dir):
+    written = write_report(run_dir, formats=["html", "latex"], golden_paths=[str(repo_root() / "golden" / "embedded.yaml")])
+    html = Path(written["html"]).read_text()
+    assert "mtr-combo-sipb" in html and "1-10" in html
+    assert "mtr-combo-sipb" in Path(written["latex"]).read_text()
