@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands.run import _print_results, _split, run_suite
-from duplexeval.specs import Registry, SpecErrors, UnknownSpecError, repo_root
+from duplexeval.commands.run import RUN_ERRORS, _print_results, _split, run_suite
+from duplexeval.specs import Registry, repo_root
 
 
 @click.command("reproduce")
@@ -34,7 +34,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         suite = Registry.load().get("suite", suite_id).data
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=None, run_id=run_id or suite_id,
                                       runs_dir=runs_dir, limit=limit, clock=None)
-    except (SpecErrors, UnknownSpecError, FileNotFoundError) as exc:
+    except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     _print_results(outcomes)

@@ -9,7 +9,12 @@ from pathlib import Path
 import click
 
 from duplexeval.io import atomic_write_json
+from duplexeval.runner.errors import ModelStartError, RunConfigMismatch
 from duplexeval.specs import Registry, SpecErrors, UnknownSpecError
+
+
+# What stops a run before or between items (not an item's own fault): printed, exit 2.
+RUN_ERRORS = (SpecErrors, UnknownSpecError, FileNotFoundError, RunConfigMismatch, ModelStartError)
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -57,7 +62,7 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock) -> None:
     try:
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=_split(benchmarks), run_id=run_id,
                                       runs_dir=runs_dir, limit=limit, clock=clock)
-    except (SpecErrors, UnknownSpecError, FileNotFoundError) as exc:
+    except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     _print_results(outcomes)
