@@ -30,7 +30,7 @@ from duplexeval.protocol.wire import FrameKind
 from duplexeval.runner.client import ProtocolClient
 from duplexeval.runner.errors import ModelFault, ModelStartError
 from duplexeval.runner.framing import FrameResampler
-from duplexeval.runner.items import ITEM_ID, ItemResult, ModelHost, StimulusFactory, _check_config, item_seed, write_item
+from duplexeval.runner.items import ItemResult, ModelHost, StimulusFactory, item_seed, prepare_out_dir, write_item
 from duplexeval.runner.modelspec import ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, harness_frame_samples
 
@@ -195,20 +195,7 @@ def run_forked_items(model_spec: Any, groups: Iterable[Group], out_dir: str | Pa
         raise ValueError("forked sessions need the lockstep clock (a realtime run replays each item)")
     spec: ModelSpec = model_spec_from(model_spec)
     groups = [(g, list(items)) for g, items in groups]
-    ids = [i for _, items in groups for i, _ in items]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        raise ValueError(f"duplicate item ids: {', '.join(dupes)}")
-    for item_id in ids:
-        if not ITEM_ID.match(item_id):
-            raise ValueError(f"item id {item_id!r} is not a safe folder name (letters, digits, . _ -)")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    from duplexeval.io import sha256_json
-    from duplexeval.protocol.wire import PROTOCOL_VERSION
-
-    _check_config(out, {"model": spec.id, "model_sha256": spec.sha256, "clock": clock, "rate": rate,
-                        "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt)})
+    out = prepare_out_dir(spec, [i for _, items in groups for i, _ in items], out_dir, clock, rate, seed, prompt)
     host = ModelHost(spec)
     results: list[ItemResult] = []
     try:

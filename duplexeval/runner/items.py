@@ -137,17 +137,9 @@ def _check_config(out_dir: Path, config: dict) -> None:
         atomic_write_json(path, config)
 
 
-def run_items(model_spec: Any, items: Iterable[tuple[str, StimulusFactory]], out_dir: str | os.PathLike[str],
-              clock: str = "lockstep", *, rate: int = 16000, seed: int = 0, prompt: str | None = None,
-              on_item: Callable[[ItemResult], None] | None = None) -> list[ItemResult]:
-    """Runs every item not yet finished in `out_dir/items/<item_id>/`; returns one result per item, in order.
-
-    `items` pairs an item id with a factory, so a skipped item costs no stimulus
-    construction. Model faults become `error` items and the run goes on.
-    """
-    spec = model_spec_from(model_spec)
-    items = list(items)
-    ids = [i for i, _ in items]
+def prepare_out_dir(spec: ModelSpec, ids: list[str], out_dir: str | os.PathLike[str], clock: str, rate: int,
+                    seed: int, prompt: str | None) -> Path:
+    """Checks item ids and the resume identity of `out_dir` (shared by run_items and forked runs)."""
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ValueError(f"duplicate item ids: {', '.join(dupes)}")
@@ -158,6 +150,20 @@ def run_items(model_spec: Any, items: Iterable[tuple[str, StimulusFactory]], out
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, {"model": spec.id, "model_sha256": spec.sha256, "clock": clock, "rate": rate,
                         "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt)})
+    return out
+
+
+def run_items(model_spec: Any, items: Iterable[tuple[str, StimulusFactory]], out_dir: str | os.PathLike[str],
+              clock: str = "lockstep", *, rate: int = 16000, seed: int = 0, prompt: str | None = None,
+              on_item: Callable[[ItemResult], None] | None = None) -> list[ItemResult]:
+    """Runs every item not yet finished in `out_dir/items/<item_id>/`; returns one result per item, in order.
+
+    `items` pairs an item id with a factory, so a skipped item costs no stimulus
+    construction. Model faults become `error` items and the run goes on.
+    """
+    spec = model_spec_from(model_spec)
+    items = list(items)
+    out = prepare_out_dir(spec, [i for i, _ in items], out_dir, clock, rate, seed, prompt)
     host = ModelHost(spec)
     results = []
     try:
