@@ -38,6 +38,15 @@ class Backend:
         """Stop for good; `grace_s` is how long a graceful exit may take before a kill."""
         raise NotImplementedError
 
+    def await_socket(self, sock: str) -> Endpoint:
+        """Wait until the server listens on `sock`; a server that never does is stopped."""
+        try:
+            wait_for_unix_socket(sock, self.spec.startup_timeout_s, self.alive, self.diagnostics)
+        except BaseException:
+            self.stop()
+            raise
+        return Endpoint(unix_path=sock)
+
     def __enter__(self) -> "Backend":
         return self
 

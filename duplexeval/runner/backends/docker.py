@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir, wait_for_unix_socket
+from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.modelspec import REPO_ROOT, ModelSpec
 
@@ -101,12 +101,7 @@ class DockerBackend(Backend):
         kwargs = run_kwargs(self.spec, self.dir, secrets.token_hex(4), self.weights_dir)
         self.container = client.containers.run(**kwargs)
         sock = os.path.join(self.dir, SOCKET_NAME)
-        try:
-            wait_for_unix_socket(sock, self.spec.startup_timeout_s, self.alive, self.diagnostics)
-        except BaseException:
-            self.stop()
-            raise
-        return Endpoint(unix_path=sock)
+        return self.await_socket(sock)
 
     def alive(self) -> bool:
         if self.container is None:

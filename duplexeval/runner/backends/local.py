@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 
-from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir, wait_for_unix_socket
+from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.modelspec import REPO_ROOT, ModelSpec
 
@@ -45,12 +45,7 @@ class LocalBackend(Backend):
             self.spec.local_argv(sock), stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
             env=env, cwd=str(REPO_ROOT), preexec_fn=_die_with_parent,
         )
-        try:
-            wait_for_unix_socket(sock, self.spec.startup_timeout_s, self.alive, self.diagnostics)
-        except BaseException:
-            self.stop()
-            raise
-        return Endpoint(unix_path=sock)
+        return self.await_socket(sock)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
