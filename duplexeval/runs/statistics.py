@@ -33,7 +33,8 @@ def _mpe_folders(run_dir: Path) -> list[tuple[str, dict[str, Any], Path]]:
     for spec_path in sorted(run_dir.glob("*/*/benchmark.json")):
         spec = json.loads(spec_path.read_text(encoding="utf-8"))
         folder = spec_path.parent
-        if spec.get("dimension") == "mpe" and (folder / "records.jsonl").exists():
+        # The text-only reference (<run>/text-reference/) is a reference row, not a model.
+        if spec.get("dimension") == "mpe" and folder.parent.name != "text-reference" and (folder / "records.jsonl").exists():
             out.append((folder.parent.name, spec, folder))
     return out
 
