@@ -23,6 +23,7 @@ SPEC = {
     "judges": {"answer": "mpe-answer-offline", "backchannel": "mpe-backchannel-offline"},
     "scheduler": {"turn_gap_s": 0.5, "yield_silence_s": 2.0, "max_wait_s": 60.0, "n4_gap_s": 3.0},
     "metrics": {
+        "asr_pad_s": 0.25,
         "start": {"window_s": 5.0},
         "answer": {"unparseable_counts_as": "incorrect", "denominator": "presence"},
         "shush": {"labels": ["N1", "N2", "N3"], "empty_asr_fails": True, "window": "turn+gap"},

@@ -33,7 +33,6 @@ _ROUND = 4  # seconds to 0.1 ms: enough for audio frames, stable across platform
 # by their midpoint), but a causal VAD marks onsets late and Whisper misreads a clip cut
 # at the first phoneme ("Nine dollars" -> "$99"). The benchmark schema has no field for it
 # yet; score_item takes it as an argument so a spec field can feed it later.
-ASR_PAD_S = 0.25
 
 
 class DecidingJudge(Protocol):
@@ -113,7 +112,7 @@ def _verdict_fields(verdict: Any) -> dict[str, Any]:
 
 def score_item(item_dir: str | Path, bench_spec: dict[str, Any], judges: dict[str, DecidingJudge], *,
                transcriber: Transcriber | None = None, calls: CallCounter | None = None,
-               item_id: str | None = None, asr_pad_s: float = ASR_PAD_S) -> list[dict[str, Any]]:
+               item_id: str | None = None) -> list[dict[str, Any]]:
     """One record per scored unit (Start, Answer, Shush window, Stop event) of one item.
 
     `judges` maps the spec's roles ("answer", "backchannel") to judge objects. Episodes on
@@ -128,7 +127,7 @@ def score_item(item_dir: str | Path, bench_spec: dict[str, Any], judges: dict[st
     timeline = timeline_from_events(read_jsonl(ev_path), len(model) / rate, ev_path)
     episodes = model_episodes(model, rate, bench_spec["vad"])
     params = bench_spec["metrics"]
-    asr = EpisodeTranscripts(model, rate, bench_spec["asr"], transcriber, calls, asr_pad_s)
+    asr = EpisodeTranscripts(model, rate, bench_spec["asr"], transcriber, calls, float(params["asr_pad_s"]))
     base = {
         "v": RECORD_VERSION, "item": item_id, "scene_id": timeline.scene_id, "condition": timeline.condition,
         "benchmark": bench_spec.get("id"),

@@ -31,6 +31,17 @@ class Backend:
         raise NotImplementedError
 
 
+class OpenAIWhisperBackend(Backend):
+    """Backends on openai-whisper models (whisper-timestamped, stable-ts): one option rule."""
+
+    default_model = "medium.en"
+
+    def effective_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        if options.get("condition_on_previous_text"):
+            raise ValueError("condition_on_previous_text must stay False (DESIGN: Real components)")
+        return {"temperature": 0.0, "condition_on_previous_text": False, **options}
+
+
 def _faster_whisper() -> Backend:
     from duplexeval.judges.asr_backends.faster_whisper_backend import FasterWhisperBackend
 

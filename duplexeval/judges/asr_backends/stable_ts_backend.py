@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.judges.asr_backends import Backend
+from duplexeval.judges.asr_backends import OpenAIWhisperBackend
 
 _lock = threading.Lock()
 _models: dict[str, Any] = {}
@@ -29,15 +29,9 @@ def _import():
     return stable_whisper
 
 
-class StableTsBackend(Backend):
+class StableTsBackend(OpenAIWhisperBackend):
     name = "stable-ts"
     package = "stable-ts"
-    default_model = "medium.en"
-
-    def effective_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        if options.get("condition_on_previous_text"):
-            raise ValueError("condition_on_previous_text must stay False (DESIGN: Real components)")
-        return {"temperature": 0.0, "condition_on_previous_text": False, **options}
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
         from duplexeval.judges.asr import Transcript, Word
