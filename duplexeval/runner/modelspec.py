@@ -8,7 +8,7 @@ Registry) or a plain dict of the same shape (tests, ad-hoc debugging).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,9 @@ from duplexeval.io import sha256_json
 
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 DEFAULT_STEP_TIMEOUT_S = 10.0
+# The base every image builds FROM where the spec names none: made here by
+# `duplexeval image base` (debootstrap), since no registry can be reached.
+LOCAL_BASE_IMAGE = "duplexeval/base:bookworm"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -29,6 +32,11 @@ class ModelSpec:
     image: str | None = None
     build: str | None = None
     gpus: int = 0
+    base_image: str = LOCAL_BASE_IMAGE
+    mem_limit: str | None = None
+    pids_limit: int | None = None
+    endpoint: str | None = None
+    run_id: str | None = None  # labels a run's containers, so cleanup can sweep one run
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
     audio: dict[str, Any] = field(default_factory=dict)
@@ -46,6 +54,35 @@ class ModelSpec:
         if argv and argv[0] in ("python", "python3"):
             argv[0] = sys.executable
         return argv
+
+    def container_argv(self, socket_path: str) -> list[str] | None:
+        """The same command inside the image (whose venv `python` is on PATH); None: the image's CMD."""
+        if not self.command:
+            return None
+        return [a.replace("{socket}", socket_path).replace("{python}", "python") for a in self.command]
+
+    def with_backend(self, backend: str | None = None, endpoint: str | None = None) -> "ModelSpec":
+        """The spec as a run's `--backend` / `--endpoint` choose, without editing the file.
+
+        The spec hash stays that of the file: the backend says where the model runs, not
+        what it is, so a docker and a local run of one spec give the same records.
+        """
+        if endpoint:
+            if not endpoint.startswith("unix:") or len(endpoint) <= len("unix:"):
+                raise ValueError(f"model {self.id}: endpoint {endpoint!r} must be unix:/path/to/socket")
+            return replace(self, backend="endpoint", endpoint=endpoint)
+        if backend is None or backend == self.backend:
+            return self
+        where = f"model {self.id}"
+        if backend == "docker" and not (self.image and self.build):
+            raise ValueError(f"{where}: --backend docker needs 'launch.image' and 'launch.build' in its spec")
+        if backend == "local" and not self.command:
+            raise ValueError(f"{where}: --backend local needs 'launch.command' in its spec (it only runs as an image)")
+        if backend == "endpoint" and not self.endpoint:
+            raise ValueError(f"{where}: --backend endpoint needs --endpoint unix:PATH or 'launch.endpoint' in its spec")
+        if backend not in ("local", "docker", "endpoint"):
+            raise ValueError(f"{where}: backend {backend!r} is not local, docker or endpoint")
+        return replace(self, backend=backend)
 
 
 def model_spec_from(obj: Any) -> ModelSpec:
@@ -67,8 +104,10 @@ def model_spec_from(obj: Any) -> ModelSpec:
         raise ValueError(f"{where}: launch.backend is local but 'launch.command' is missing")
     if backend == "docker" and not (launch.get("image") and launch.get("build")):
         raise ValueError(f"{where}: launch.backend is docker but 'launch.image' or 'launch.build' is missing")
-    if backend not in ("local", "docker"):
-        raise ValueError(f"{where}: launch.backend {backend!r} is not local or docker")
+    if backend == "endpoint" and not launch.get("endpoint"):
+        raise ValueError(f"{where}: launch.backend is endpoint but 'launch.endpoint' is missing")
+    if backend not in ("local", "docker", "endpoint"):
+        raise ValueError(f"{where}: launch.backend {backend!r} is not local, docker or endpoint")
     return ModelSpec(
         id=sid,
         sha256=getattr(obj, "sha256", None) or sha256_json(data),
@@ -78,6 +117,10 @@ def model_spec_from(obj: Any) -> ModelSpec:
         image=launch.get("image"),
         build=launch.get("build"),
         gpus=int(launch.get("gpus", 0)),
+        base_image=launch.get("base_image", LOCAL_BASE_IMAGE),
+        mem_limit=launch.get("mem_limit"),
+        pids_limit=launch.get("pids_limit"),
+        endpoint=launch.get("endpoint"),
         startup_timeout_s=float(launch.get("startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S)),
         step_timeout_s=float(launch.get("step_timeout_s", DEFAULT_STEP_TIMEOUT_S)),
         audio=dict(data.get("audio", {})),

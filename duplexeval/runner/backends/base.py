@@ -54,9 +54,20 @@ class Backend:
         self.stop()
 
 
-def short_socket_dir(prefix: str = "dxe-") -> str:
-    """A fresh private folder for the socket; /tmp keeps the path under the 108-byte sun_path limit."""
-    return tempfile.mkdtemp(prefix=prefix, dir="/tmp" if os.path.isdir("/tmp") else None)
+SOCKET_DIR_PREFIX = "dxe-"
+OWNER_FILE = "owner.pid"
+
+
+def short_socket_dir(prefix: str = SOCKET_DIR_PREFIX) -> str:
+    """A fresh private folder for the socket; /tmp keeps the path under the 108-byte sun_path limit.
+
+    The folder names the runner's PID (`owner.pid`), so `duplexeval cleanup` can tell
+    the folder of a SIGKILLed runner from one still in use.
+    """
+    path = tempfile.mkdtemp(prefix=prefix, dir="/tmp" if os.path.isdir("/tmp") else None)
+    with open(os.path.join(path, OWNER_FILE), "w", encoding="utf-8") as f:
+        f.write(str(os.getpid()))
+    return path
 
 
 def wait_for_unix_socket(path: str, timeout_s: float, alive: Callable[[], bool], describe: Callable[[], str]) -> None:
@@ -75,15 +86,3 @@ def wait_for_unix_socket(path: str, timeout_s: float, alive: Callable[[], bool],
         if time.monotonic() > deadline:
             raise ModelFault("STARTUP", f"model server not listening on {path} after {timeout_s:g} s; {describe()}")
         time.sleep(0.02)
-
-
-def make_backend(spec: ModelSpec) -> Backend:
-    if spec.backend == "local":
-        from duplexeval.runner.backends.local import LocalBackend
-
-        return LocalBackend(spec)
-    if spec.backend == "docker":
-        from duplexeval.runner.backends.docker import DockerBackend
-
-        return DockerBackend(spec)
-    raise ValueError(f"model {spec.id}: unknown backend {spec.backend!r}")

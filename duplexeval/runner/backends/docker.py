@@ -1,13 +1,15 @@
-"""Backend `docker`: the model server runs in a container built from images/<id>/.
+"""Backend `docker`: the model server runs in a container of the image built from images/<id>/.
 
-The container gets no network at all (`network_mode="none"`); the harness reaches it
-through a Unix socket in a host folder mounted at /run/duplexeval. The root file system
-is read-only, and every container carries the `duplexeval.managed` label so
-`duplexeval cleanup` can remove leftovers of a killed run.
+The container is shut in: no network at all (`network_mode="none"`, only `lo`), a
+read-only root, /tmp as tmpfs, a non-root user, every capability dropped, memory and
+process limits from the spec. The harness reaches it through a Unix socket in a host
+folder mounted at /run/duplexeval; the model's verified weights folder is mounted
+read-only at /weights. Every container is labelled `duplexeval.managed` (plus the model,
+the session and the run), so `duplexeval cleanup` removes what a killed runner left.
 
-No Docker engine exists on the development machines, so the tests check the exact
-arguments this backend hands the SDK (`build_kwargs`, `run_kwargs`, pure functions);
-the calls into a live engine run only where one exists (docs/runner.md).
+The backend never builds: a missing image is a start-up failure that names the command
+to build it (`duplexeval image build MODEL`), because a build in the middle of a run
+would make the run's images depend on when it was resumed.
 """
 
 from __future__ import annotations
@@ -15,42 +17,28 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import tempfile
 from typing import Any
 
+from duplexeval.containers.engine import MANAGED_LABEL, MODEL_LABEL, RUN_LABEL, docker_client
 from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
 from duplexeval.runner.client import Endpoint
-from duplexeval.runner.modelspec import REPO_ROOT, ModelSpec
+from duplexeval.runner.errors import ModelFault
+from duplexeval.runner.modelspec import ModelSpec
 
-MANAGED_LABEL = "duplexeval.managed"
 SOCKET_DIR_IN_CONTAINER = "/run/duplexeval"
 WEIGHTS_DIR_IN_CONTAINER = "/weights"
+# Not root, and not any user of the host: files it writes in the socket folder say so.
+CONTAINER_USER = "10001:10001"
+SESSION_LABEL = "duplexeval.session"
+LOG_TAIL_LINES = 8
 
 
-def stage_build_context(spec: ModelSpec, dest: str) -> str:
-    """Copies images/<id>/ plus the protocol package (as duplexeval_protocol/) into `dest`.
-
-    The shim imports `duplexeval.protocol`; staging a small context keeps the repository
-    (and its .venv) out of the Docker build.
-    """
-    src = (REPO_ROOT / spec.build).resolve() if spec.build else None
-    if src is None or not (src / "Dockerfile").exists():
-        raise FileNotFoundError(f"model {spec.id}: launch.build {spec.build!r} has no Dockerfile ({src})")
-    shutil.copytree(src, dest, dirs_exist_ok=True)
-    shutil.copytree(REPO_ROOT / "duplexeval" / "protocol", os.path.join(dest, "duplexeval_protocol"),
-                    dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
-
-
-def build_kwargs(spec: ModelSpec, context_dir: str) -> dict[str, Any]:
-    """Arguments of `client.images.build(**kwargs)` for the model's image."""
-    return {"path": context_dir, "tag": spec.image, "rm": True, "labels": {MANAGED_LABEL: "1", "duplexeval.model": spec.id}}
-
-
-def run_kwargs(spec: ModelSpec, socket_dir: str, session: str, weights_dir: str | None = None) -> dict[str, Any]:
+def run_kwargs(spec: ModelSpec, socket_dir: str, session: str, weights_dir: str | None = None,
+               run_id: str | None = None) -> dict[str, Any]:
     """Arguments of `client.containers.run(**kwargs)`: the whole container configuration.
 
-    A pure function so the configuration is tested without an engine.
+    A pure function, so the configuration is tested line by line without an engine; the
+    engine tests check that a container made from it really is shut in.
     """
     from docker.types import DeviceRequest
 
@@ -58,50 +46,78 @@ def run_kwargs(spec: ModelSpec, socket_dir: str, session: str, weights_dir: str 
     volumes = {socket_dir: {"bind": SOCKET_DIR_IN_CONTAINER, "mode": "rw"}}
     if weights_dir:
         volumes[weights_dir] = {"bind": WEIGHTS_DIR_IN_CONTAINER, "mode": "ro"}
-    command = [a.replace("{socket}", sock) for a in spec.command] or None  # None: the image's CMD
+    labels = {MANAGED_LABEL: "1", MODEL_LABEL: spec.id, SESSION_LABEL: session}
+    if run_id:
+        labels[RUN_LABEL] = run_id
     kwargs: dict[str, Any] = {
         "image": spec.image,
-        "command": command,
+        "command": spec.container_argv(sock),  # None: the image's CMD
         "name": f"duplexeval-{spec.id}-{session}",
         "detach": True,
         "network_mode": "none",  # the socket is the only way in or out
         "read_only": True,
-        "tmpfs": {"/tmp": "rw,size=2g"},
+        "tmpfs": {"/tmp": "rw,nosuid,nodev,size=2g,mode=1777"},
         "shm_size": "2g",
+        "user": CONTAINER_USER,
         "volumes": volumes,
         "environment": dict(spec.env, DUPLEXEVAL_SOCKET=sock, DUPLEXEVAL_WEIGHTS=WEIGHTS_DIR_IN_CONTAINER),
-        "labels": {MANAGED_LABEL: "1", "duplexeval.model": spec.id, "duplexeval.session": session},
+        "labels": labels,
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
         "device_requests": [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])] if spec.gpus else [],
     }
+    if spec.mem_limit:
+        kwargs["mem_limit"] = spec.mem_limit
+    if spec.pids_limit:
+        kwargs["pids_limit"] = spec.pids_limit
     return kwargs
 
 
+def weights_folder(spec: ModelSpec) -> str | None:
+    """The verified weights folder to mount, or None for a model without downloaded weights.
+
+    `$DUPLEXEVAL_WEIGHTS` overrides (a folder the user placed by hand); otherwise the
+    weights cache of `duplexeval weights fetch`, verified against its sha256 manifest.
+    """
+    override = os.environ.get("DUPLEXEVAL_WEIGHTS")
+    if override:
+        return override
+    try:
+        from duplexeval.weights import verified_weights_dir
+    except ImportError:  # the weights command is not part of this build
+        return None
+    path = verified_weights_dir(spec.data)
+    return str(path) if path is not None else None
+
+
 class DockerBackend(Backend):
-    def __init__(self, spec: ModelSpec, weights_dir: str | None = None, build: bool = True):
+    def __init__(self, spec: ModelSpec, weights_dir: str | None = None, client: Any = None):
         self.spec = spec
-        self.weights_dir = weights_dir or os.environ.get("DUPLEXEVAL_WEIGHTS")
-        self.build = build
-        self.container = None
+        self.weights_dir = weights_dir
+        self.client = client
+        self.container: Any = None
         self.dir: str | None = None
-
-    def _client(self):
-        import docker
-
-        return docker.from_env()
+        self._final: str | None = None  # what diagnostics said when the container was removed
 
     def start(self) -> Endpoint:
-        client = self._client()
-        if self.build:
-            with tempfile.TemporaryDirectory(prefix="dxe-build-") as ctx:
-                client.images.build(**build_kwargs(self.spec, stage_build_context(self.spec, ctx)))
+        import docker.errors
+
+        client = self.client = self.client or docker_client()
+        try:
+            client.images.get(self.spec.image)
+        except docker.errors.ImageNotFound:
+            raise ModelFault("STARTUP", f"image {self.spec.image} is not on this engine; "
+                                        f"build it with `duplexeval image build {self.spec.id}`") from None
+        weights = self.weights_dir or weights_folder(self.spec)
         self.dir = short_socket_dir()
-        os.chmod(self.dir, 0o777)  # the server in the container may run as another user
-        kwargs = run_kwargs(self.spec, self.dir, secrets.token_hex(4), self.weights_dir)
-        self.container = client.containers.run(**kwargs)
-        sock = os.path.join(self.dir, SOCKET_NAME)
-        return self.await_socket(sock)
+        os.chmod(self.dir, 0o777)  # the server runs as CONTAINER_USER, not as the harness's user
+        kwargs = run_kwargs(self.spec, self.dir, secrets.token_hex(4), weights, self.spec.run_id)
+        try:
+            self.container = client.containers.run(**kwargs)
+        except docker.errors.APIError as exc:
+            self.stop()
+            raise ModelFault("STARTUP", f"the engine refused to start {self.spec.image}: {exc.explanation or exc}") from None
+        return self.await_socket(os.path.join(self.dir, SOCKET_NAME))
 
     def alive(self) -> bool:
         if self.container is None:
@@ -113,16 +129,28 @@ class DockerBackend(Backend):
         return self.container.status in ("created", "running")
 
     def diagnostics(self) -> str:
+        """Exit code and the tail of the container's logs: the reason of an `error` item."""
         if self.container is None:
-            return "no container"
+            return self._final or "no container"
         try:
-            logs = self.container.logs(tail=6).decode("utf-8", "replace").strip()
-            return f"container status {self.container.status}; logs: {' | '.join(logs.splitlines())}"
+            self.container.reload()
+            state = self.container.attrs.get("State", {})
+            logs = self.container.logs(tail=LOG_TAIL_LINES).decode("utf-8", "replace").strip()
         except Exception as exc:
-            return f"container logs unavailable: {exc}"
+            return f"container {self.container.name}: state unavailable ({type(exc).__name__}: {exc})"
+        parts = [f"container {self.container.name} {state.get('Status', '?')}"]
+        if state.get("Status") == "exited":
+            parts.append(f"exit code {state.get('ExitCode')}" + (" (out of memory)" if state.get("OOMKilled") else ""))
+        parts.append("logs: " + (" | ".join(logs.splitlines()[-LOG_TAIL_LINES:]) if logs else "(none)"))
+        return "; ".join(parts)
 
     def stop(self, grace_s: float = 2.0) -> None:
         if self.container is not None:
+            try:
+                self.container.stop(timeout=max(0, int(round(grace_s))))
+            except Exception:
+                pass
+            self._final = self.diagnostics()
             try:
                 self.container.remove(force=True)
             except Exception:
@@ -133,14 +161,4 @@ class DockerBackend(Backend):
             self.dir = None
 
 
-def cleanup_leftovers(client: Any = None) -> list[str]:
-    """Removes every container labelled duplexeval.managed; returns their names."""
-    if client is None:
-        import docker
-
-        client = docker.from_env()
-    removed = []
-    for c in client.containers.list(all=True, filters={"label": f"{MANAGED_LABEL}=1"}):
-        c.remove(force=True)
-        removed.append(c.name)
-    return removed
+__all__ = ["DockerBackend", "run_kwargs", "weights_folder"]

@@ -1,0 +1,67 @@
+"""`duplexeval cleanup`: what a killed runner leaves behind.
+
+A runner killed with SIGKILL cannot remove its model container (containers run outside
+the runner's process tree) nor its socket folder (/tmp/dxe-*). Containers are found by
+the `duplexeval.managed` label, optionally one run's; socket folders by their
+`owner.pid`: a folder whose runner is gone is removed, one in use is left alone.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import time
+from typing import Any
+
+from duplexeval.containers.engine import MANAGED_LABEL, RUN_LABEL
+from duplexeval.runner.backends.base import OWNER_FILE, SOCKET_DIR_PREFIX
+
+# A folder with no owner.pid (made before owners were recorded) counts as stale once it
+# is this old; a runner writes owner.pid within microseconds of making the folder.
+UNOWNED_GRACE_S = 600.0
+
+
+def remove_managed_containers(client: Any, run_id: str | None = None) -> list[str]:
+    """Removes every container labelled duplexeval.managed (of `run_id` only, if given); returns names."""
+    filters = [f"{MANAGED_LABEL}=1"] + ([f"{RUN_LABEL}={run_id}"] if run_id else [])
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": filters}):
+        c.remove(force=True)
+        removed.append(c.name)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def stale_socket_dirs(tmp: str = "/tmp", now: float | None = None) -> list[str]:
+    now = time.time() if now is None else now
+    stale = []
+    for path in sorted(glob.glob(os.path.join(tmp, SOCKET_DIR_PREFIX + "*"))):
+        if not os.path.isdir(path) or os.path.basename(path).startswith(SOCKET_DIR_PREFIX + "build-"):
+            continue
+        owner = os.path.join(path, OWNER_FILE)
+        try:
+            with open(owner, encoding="utf-8") as f:
+                alive = _pid_alive(int(f.read().strip()))
+        except (OSError, ValueError):
+            alive = now - os.path.getmtime(path) < UNOWNED_GRACE_S
+        if not alive:
+            stale.append(path)
+    return stale
+
+
+def remove_stale_socket_dirs(tmp: str = "/tmp") -> list[str]:
+    removed = []
+    for path in stale_socket_dirs(tmp):
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
