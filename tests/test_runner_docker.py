@@ -1,63 +1,81 @@
-"""The docker backend's container configuration, checked without an engine.
+"""The docker backend's container configuration, checked line by line without an engine.
 
-No Docker engine exists on the development machines, so these tests call the pure
-functions that build the SDK arguments (`build_kwargs`, `run_kwargs`) and check the exact
-container that would be requested. The cleanup test uses a stand-in for the engine's
-container list (the only fake in the runner tests, because there is no engine).
+`run_kwargs` is a pure function, so what a container is asked to be is tested here on
+any machine; tests/test_containers.py checks on a real engine that a container made
+from it really is shut in.
 """
 
 from __future__ import annotations
 
+import os
+import time
+
 from docker.types import DeviceRequest
 
+from duplexeval.containers.base_image import apt_mirror
+from duplexeval.containers.cleanup import stale_socket_dirs
 from duplexeval.runner import load_model_spec
-from duplexeval.runner.backends.docker import (
-    MANAGED_LABEL, build_kwargs, cleanup_leftovers, run_kwargs, stage_build_context,
-)
+from duplexeval.runner.backends.base import OWNER_FILE
+from duplexeval.runner.backends.docker import CONTAINER_USER, run_kwargs
+from duplexeval.runner.modelspec import model_spec_from
 
 
 def test_moshi_container_has_no_network_a_read_only_root_and_one_gpu():
     spec = load_model_spec("moshi")
-    kw = run_kwargs(spec, "/tmp/dxe-abc", "s1", weights_dir="/data/weights")
-    assert kw["image"] == spec.image == "duplexeval/moshi:0.1"
+    kw = run_kwargs(spec, "/tmp/dxe-abc", "s1", weights_dir="/data/weights", run_id="r1")
+    assert kw["image"] == spec.image
     assert kw["network_mode"] == "none"
     assert kw["read_only"] is True and "/tmp" in kw["tmpfs"]
+    assert kw["user"] == CONTAINER_USER and not CONTAINER_USER.startswith("0")
     assert kw["volumes"]["/tmp/dxe-abc"] == {"bind": "/run/duplexeval", "mode": "rw"}
     assert kw["volumes"]["/data/weights"] == {"bind": "/weights", "mode": "ro"}
     assert kw["environment"]["DUPLEXEVAL_SOCKET"] == "/run/duplexeval/model.sock"
-    assert kw["labels"][MANAGED_LABEL] == "1" and kw["labels"]["duplexeval.model"] == "moshi"
+    assert kw["labels"]["duplexeval.managed"] == "1" and kw["labels"]["duplexeval.model"] == "moshi"
+    assert kw["labels"]["duplexeval.run"] == "r1"
     assert kw["device_requests"] == [DeviceRequest(count=1, capabilities=[["gpu"]])]
-    assert kw["detach"] is True and "no-new-privileges" in kw["security_opt"]
+    assert kw["cap_drop"] == ["ALL"] and "no-new-privileges" in kw["security_opt"]
     assert "ports" not in kw  # nothing is published: the socket is the only way in
 
 
-def test_build_context_is_the_image_folder_plus_the_protocol_package(tmp_path):
-    spec = load_model_spec("moshi")
-    ctx = stage_build_context(spec, str(tmp_path / "ctx"))
-    assert (tmp_path / "ctx" / "Dockerfile").exists() and (tmp_path / "ctx" / "shim.py").exists()
-    assert (tmp_path / "ctx" / "duplexeval_protocol" / "server.py").exists()
-    kw = build_kwargs(spec, ctx)
-    assert kw["path"] == ctx and kw["tag"] == "duplexeval/moshi:0.1"
-    assert kw["labels"][MANAGED_LABEL] == "1"
+def test_a_reference_agent_in_docker_runs_its_local_command_with_the_images_python_and_limits():
+    spec = load_model_spec("oracle").with_backend("docker")
+    kw = run_kwargs(spec, "/tmp/dxe-x", "s2")
+    assert kw["command"] == ["python", "-m", "duplexeval.agents.oracle", "--socket", "/run/duplexeval/model.sock"]
+    assert kw["mem_limit"] == "4g" and kw["pids_limit"] == 256
+    assert kw["device_requests"] == [] and "duplexeval.run" not in kw["labels"]
 
 
-def test_cleanup_removes_every_labelled_container():
-    removed = []
+def test_backend_choice_keeps_the_spec_hash_so_records_match_across_backends():
+    spec = load_model_spec("oracle")
+    assert spec.with_backend("docker").sha256 == spec.sha256
+    assert spec.with_backend(endpoint="unix:/tmp/x.sock").backend == "endpoint"
 
-    class Container:
-        def __init__(self, name):
-            self.name = name
 
-        def remove(self, force):
-            removed.append((self.name, force))
+def test_a_spec_without_an_image_cannot_take_the_docker_backend():
+    spec = model_spec_from({"id": "x", "launch": {"backend": "local", "command": ["true"]}})
+    try:
+        spec.with_backend("docker")
+    except ValueError as exc:
+        assert "launch.image" in str(exc)
+    else:
+        raise AssertionError("expected a ValueError")
 
-    class Containers:
-        def list(self, all, filters):
-            assert all is True and filters == {"label": f"{MANAGED_LABEL}=1"}
-            return [Container("duplexeval-moshi-1"), Container("duplexeval-moshi-2")]
 
-    class Engine:
-        containers = Containers()
+def test_the_debian_mirror_is_read_from_deb822_and_one_line_sources(tmp_path):
+    (tmp_path / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\n"
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm\n")
+    assert apt_mirror((tmp_path,)) == "http://mirror.example/debian"
+    one = tmp_path / "sources.list"
+    one.write_text("deb [arch=amd64] http://other.example/debian bookworm main\n")
+    assert apt_mirror((one,)) == "http://other.example/debian"
 
-    assert cleanup_leftovers(Engine()) == ["duplexeval-moshi-1", "duplexeval-moshi-2"]
-    assert removed == [("duplexeval-moshi-1", True), ("duplexeval-moshi-2", True)]
+
+def test_cleanup_takes_socket_folders_of_dead_runners_only(tmp_path):
+    dead, alive, unowned = (tmp_path / f"dxe-{n}" for n in ("dead", "alive", "old"))
+    for d in (dead, alive, unowned):
+        d.mkdir()
+    (dead / OWNER_FILE).write_text("999999999")  # no such process
+    (alive / OWNER_FILE).write_text(str(os.getpid()))
+    os.utime(unowned, (time.time() - 3600, time.time() - 3600))
+    assert stale_socket_dirs(str(tmp_path)) == [str(dead), str(unowned)]

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from duplexeval.io import read_jsonl
-from duplexeval.runner import FileStimulus, ModelStartError, run_items
+from duplexeval.runner import FileStimulus, run_items
 from runner_helpers import faulty_spec, tone
 
 RATE = 16000
@@ -46,9 +46,37 @@ def test_faulty_agent_yields_error_items_and_the_run_goes_on(tmp_path, mode):
         assert (r.item_dir / "recording.wav").exists()
 
 
-def test_a_model_that_cannot_start_stops_the_run_without_marking_items(tmp_path):
+def test_a_model_that_cannot_start_marks_every_item_startup_error_that_a_resume_redoes(tmp_path):
     spec = faulty_spec("none")
-    spec["launch"]["command"] = ["{python}", "-c", "import sys; sys.stderr.write('no weights here'); sys.exit(2)"]
-    with pytest.raises(ModelStartError, match="no weights here"):
-        run_items(spec, [("a", lambda: FileStimulus(tone(0.2), RATE))], tmp_path)
-    assert not (tmp_path / "items" / "a" / "status.json").exists()  # a resume redoes it
+    # Starts only once the "weights" flag file exists: the same spec fails, then resumes.
+    flag = tmp_path / "weights-placed"
+    spec["launch"]["env"] = {"WEIGHTS_FLAG": str(flag)}
+    spec["launch"]["command"] = [
+        "{python}", "-c",
+        "import os, runpy, sys; os.path.exists(os.environ['WEIGHTS_FLAG']) or sys.exit('no weights here'); "
+        "sys.argv = ['faulty'] + sys.argv[1:]; runpy.run_module('duplexeval.agents.faulty', run_name='__main__')",
+        *spec["launch"]["command"][3:],
+    ]
+    items = [(i, lambda: FileStimulus(tone(0.2), RATE)) for i in ("a", "b")]
+    out = tmp_path / "run"
+    results = run_items(spec, items, out)
+    assert [r.status for r in results] == ["error", "error"]  # none lost: each says why
+    first = json.loads((out / "items" / "a" / "status.json").read_text())
+    second = json.loads((out / "items" / "b" / "status.json").read_text())
+    assert first["error_code"] == "STARTUP" and "no weights here" in first["reason"]
+    assert "not retried" in second["reason"]  # one failed start is not repeated per item
+    assert not (out / "items" / "a" / "recording.wav").exists()
+    flag.write_text("ok")
+    results = run_items(spec, items, out)  # the resume plays them: a start failure is no result
+    assert [(r.status, r.skipped) for r in results] == [("ok", False), ("ok", False)]
+
+
+def test_startup_errors_are_redone_on_resume_not_kept(tmp_path):
+    from duplexeval.runner.items import finished_status
+
+    item = tmp_path / "items" / "a"
+    item.mkdir(parents=True)
+    (item / "status.json").write_text(json.dumps({"status": "error", "error_code": "STARTUP", "reason": "image missing"}))
+    assert finished_status(item) is None
+    (item / "status.json").write_text(json.dumps({"status": "error", "error_code": "CRASH", "reason": "exit 1"}))
+    assert finished_status(item)["error_code"] == "CRASH"  # a model fault is a result, kept

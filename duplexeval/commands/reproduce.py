@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from duplexeval.commands.runner import backend_options
 from duplexeval.commands.run import RUN_ERRORS, _print_results, _split, run_suite
 from duplexeval.specs import Registry, repo_root
 
@@ -21,7 +22,9 @@ from duplexeval.specs import Registry, repo_root
 @click.option("--run-id", help="Name (or resume) the run; default: the suite id, so a rerun resumes.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
-def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: Path, limit: int | None) -> None:
+@backend_options
+def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: Path, limit: int | None,
+              backend: str | None, endpoint: str | None) -> None:
     """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report."""
     from duplexeval.reports.compare import compare_run, counts, failed, format_diff
     from duplexeval.reports.golden import load_golden
@@ -33,7 +36,8 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
     try:
         suite = Registry.load().get("suite", suite_id).data
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=None, run_id=run_id or suite_id,
-                                      runs_dir=runs_dir, limit=limit, clock=None)
+                                      runs_dir=runs_dir, limit=limit, clock=None,
+                                      backend=backend, endpoint=endpoint)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

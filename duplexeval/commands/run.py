@@ -8,13 +8,14 @@ from pathlib import Path
 
 import click
 
+from duplexeval.commands.runner import backend_options
 from duplexeval.io import atomic_write_json
 from duplexeval.runner.errors import ModelStartError, RunConfigMismatch
 from duplexeval.specs import Registry, SpecErrors, UnknownSpecError
 
 
 # What stops a run before or between items (not an item's own fault): printed, exit 2.
-RUN_ERRORS = (SpecErrors, UnknownSpecError, FileNotFoundError, RunConfigMismatch, ModelStartError)
+RUN_ERRORS = (SpecErrors, UnknownSpecError, FileNotFoundError, RunConfigMismatch, ModelStartError, ValueError)
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -22,9 +23,10 @@ def _split(value: str | None) -> list[str] | None:
 
 
 def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] | None, run_id: str | None,
-              runs_dir: Path, limit: int | None, clock: str | None):
+              runs_dir: Path, limit: int | None, clock: str | None, backend: str | None = None,
+              endpoint: str | None = None):
     """Plan, write the manifest, execute. Returns (run_dir, outcomes)."""
-    from duplexeval.runs.execute import execute
+    from duplexeval.runs.execute import execute, with_runner
     from duplexeval.runs.manifest import build_manifest
     from duplexeval.runs.plan import plan_suite
 
@@ -36,6 +38,7 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     limit = limit or suite.get("limit")
     run_id = run_id or f"{suite_id}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     run_dir = runs_dir / run_id
+    jobs = with_runner(jobs, run_id, backend, endpoint)
     manifest = build_manifest(run_id, suite_id, jobs, registry, clock, seed, suite["cache_mode"])
     manifest["limit"] = limit
     atomic_write_json(run_dir / "manifest.json", manifest)
@@ -53,7 +56,8 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
 @click.option("--clock", type=click.Choice(["lockstep", "realtime"]), help="Override the suite's clock.")
-def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock) -> None:
+@backend_options
+def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, endpoint) -> None:
     """Run a suite: every (model x benchmark) job through the runner, then score it.
 
     Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json);
@@ -61,7 +65,7 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock) -> None:
     """
     try:
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=_split(benchmarks), run_id=run_id,
-                                      runs_dir=runs_dir, limit=limit, clock=clock)
+                                      runs_dir=runs_dir, limit=limit, clock=clock, backend=backend, endpoint=endpoint)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -8,33 +8,42 @@ from pathlib import Path
 import click
 
 
-def _spec(model_id: str):
-    """The model spec, or a one-line error naming the file/field (no traceback for a typo)."""
+def model_spec_or_exit(model_id: str, backend: str | None = None, endpoint: str | None = None):
+    """The model spec with the run's backend applied, or a one-line error naming the file/field."""
     from duplexeval.runner.modelspec import load_model_spec
     from duplexeval.specs import SpecErrors, UnknownSpecError
 
     try:
-        return load_model_spec(model_id)
+        return load_model_spec(model_id).with_backend(backend, endpoint)
     except (UnknownSpecError, SpecErrors, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def backend_options(fn):
+    """`--backend` and `--endpoint`: where the model runs, chosen per run without editing its spec."""
+    fn = click.option("--endpoint", metavar="unix:PATH",
+                      help="Drive a server that is already running (e.g. a docker-compose service); starts nothing.")(fn)
+    return click.option("--backend", type=click.Choice(["local", "docker"]),
+                        help="Run the model as a local process or in its container (default: the spec's launch.backend).")(fn)
 
 
 @click.command()
 @click.argument("model_id", required=False)
 @click.option("--model", "model_opt", help="Model id (same as the argument).")
-def conformance(model_id: str | None, model_opt: str | None) -> None:
+@backend_options
+def conformance(model_id: str | None, model_opt: str | None, backend: str | None, endpoint: str | None) -> None:
     """Run the protocol v1 checks against MODEL_ID (started from specs/models/MODEL_ID.yaml)."""
     from duplexeval.runner.conformance import run_conformance
 
     mid = model_id or model_opt
     if not mid:
         raise click.UsageError("give a model id: duplexeval conformance MODEL_ID")
-    spec = _spec(mid)
+    spec = model_spec_or_exit(mid, backend, endpoint)
 
     def report(r) -> None:
         click.echo(f"{r.status.upper():4} {r.name}: {r.detail}")
 
-    click.echo(f"conformance of {spec.id} (protocol v1)")
+    click.echo(f"conformance of {spec.id} (protocol v1, {spec.backend} backend)")
     results = run_conformance(spec, report)
     failed = [r.name for r in results if r.status == "fail"]
     click.echo(f"{spec.id}: {'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}")
@@ -50,11 +59,13 @@ def conformance(model_id: str | None, model_opt: str | None) -> None:
 @click.option("--rate", type=int, default=16000, show_default=True, help="Harness (recording) rate.")
 @click.option("--tail-s", type=float, default=2.0, show_default=True, help="Silence played after the file.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def session(model_id: str, wav: Path, out_dir: Path, clock: str, rate: int, tail_s: float, seed: int) -> None:
+@backend_options
+def session(model_id: str, wav: Path, out_dir: Path, clock: str, rate: int, tail_s: float, seed: int,
+            backend: str | None, endpoint: str | None) -> None:
     """Play WAV (mono) to MODEL_ID once and write a session folder: for debugging a model."""
     from duplexeval.runner import FileStimulus, run_item
 
-    spec = _spec(model_id)
+    spec = model_spec_or_exit(model_id, backend, endpoint)
     frame_s = float(spec.audio.get("frame_ms", 80)) / 1000.0
     stim = FileStimulus(wav, tail_frames=int(round(tail_s / frame_s)))
     result = run_item(spec, stim, out_dir, clock, rate=rate, seed=seed)
@@ -63,16 +74,22 @@ def session(model_id: str, wav: Path, out_dir: Path, clock: str, rate: int, tail
 
 
 @click.command()
-def cleanup() -> None:
-    """Remove leftover model containers of killed runs (by the duplexeval.managed label)."""
-    from duplexeval.runner.backends.docker import cleanup_leftovers
+@click.option("--run-id", help="Only the containers of this run (default: every duplexeval container).")
+def cleanup(run_id: str | None) -> None:
+    """Remove what killed runs left: labelled model containers and stale /tmp/dxe-* socket folders."""
+    from duplexeval.containers import EngineUnavailable, docker_client
+    from duplexeval.containers.cleanup import remove_managed_containers, remove_stale_socket_dirs
 
+    for path in remove_stale_socket_dirs():
+        click.echo(f"removed socket folder {path}")
     try:
-        removed = cleanup_leftovers()
-    except Exception as exc:  # docker.errors.DockerException: no engine, no socket, no permission
-        click.echo(f"no Docker engine reachable ({type(exc).__name__}): nothing to clean up")
+        client = docker_client()
+    except EngineUnavailable as exc:
+        click.echo(f"{exc}: no containers to clean up")
         return
-    click.echo("\n".join(f"removed {name}" for name in removed) if removed else "no leftover containers: nothing to clean up")
+    removed = remove_managed_containers(client, run_id)
+    click.echo("\n".join(f"removed container {name}" for name in removed) if removed
+               else "no leftover containers: nothing to clean up")
 
 
 COMMANDS = [conformance, session, cleanup]

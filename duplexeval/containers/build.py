@@ -58,7 +58,8 @@ def image_folder(spec: ModelSpec) -> Path:
 def stage_build_context(spec: ModelSpec, dest: Path, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Writes the context into `dest`; returns the wheelhouse manifest."""
     folder = image_folder(spec)
-    rel = folder.relative_to(REPO_ROOT)
+    # A folder outside the repository (a model author's checkout) is staged as images/<name>.
+    rel = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else Path("images") / folder.name
     shutil.copyfile(folder / "Dockerfile", dest / "Dockerfile")
     shutil.copytree(folder, dest / rel, ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
     shutil.copytree(REPO_ROOT / "duplexeval", dest / "duplexeval", ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
@@ -87,7 +88,7 @@ def _existing(client: Any, tag: str) -> Any | None:
 
 
 def build_image(client: Any, spec: ModelSpec, *, base: str | None = None, force: bool = False,
-                progress: Callable[[str], None] = print) -> BuiltImage:
+                progress: Callable[[str], None] = print, log: Callable[[str], None] | None = None) -> BuiltImage:
     """Builds `spec.image` FROM `base` (default: the spec's launch.base_image) with no network."""
     if not spec.image:
         raise ImageBuildError(f"model {spec.id} has no launch.image to build")
@@ -115,6 +116,8 @@ def build_image(client: Any, spec: ModelSpec, *, base: str | None = None, force:
             line = (chunk.get("stream") or "").rstrip()
             if line:
                 tail.append(line)
+                if log is not None:
+                    log(line)
                 if line.startswith("Step "):
                     progress(f"  {line[:160]}")
     image = client.images.get(spec.image)

@@ -5,7 +5,7 @@ Public surface (docs/runner.md):
 - `run_item(model_spec, stimulus, item_dir, clock)`      one session, one folder
 - `run_items(model_spec, items, out_dir, clock)`         many, resumable, faults as `error`
 - `load_model_spec(id)`, `model_spec_from(spec_or_dict)` the spec fields the runner reads
-- `ModelFault` (an item's error), `ModelStartError` (run stops), `RunConfigMismatch` (resume refused)
+- `ModelFault` (an item's error), `ModelStartError` (becomes STARTUP `error` items that a resume redoes), `RunConfigMismatch` (resume refused)
 """
 
 from duplexeval.runner.errors import ModelFault, ModelStartError, RunConfigMismatch

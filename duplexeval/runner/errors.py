@@ -26,8 +26,9 @@ class RunConfigMismatch(RuntimeError):
 
 
 class ModelStartError(RuntimeError):
-    """The model server could not be started at all (missing engine, weights, bad command).
+    """The model server could not be started at all (missing engine, image, weights, bad command).
 
-    Not an item result: it says nothing about any item, so the run stops here and
-    writes no status.json; a resume after the fix redoes the item.
+    The runner turns it into `error` items with code STARTUP (none is lost, each has the
+    reason); they say nothing about the model's behaviour, so a resume after the fix
+    redoes them instead of keeping them.
     """

@@ -19,7 +19,6 @@ the trunk's frames again (cheap: no model call). The item folders are written ex
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -28,9 +27,11 @@ import numpy as np
 
 from duplexeval.protocol.wire import FrameKind
 from duplexeval.runner.client import ProtocolClient
-from duplexeval.runner.errors import ModelFault, ModelStartError
+from duplexeval.runner.errors import ModelFault
 from duplexeval.runner.framing import FrameResampler
-from duplexeval.runner.items import ItemResult, ModelHost, StimulusFactory, item_seed, prepare_out_dir, write_item
+from duplexeval.runner.items import (
+    ItemResult, ModelHost, StimulusFactory, finished_status, item_seed, prepare_out_dir, startup_failure, write_item,
+)
 from duplexeval.runner.modelspec import ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, harness_frame_samples
 
@@ -198,12 +199,14 @@ def run_forked_items(model_spec: Any, groups: Iterable[Group], out_dir: str | Pa
     out = prepare_out_dir(spec, [i for _, items in groups for i, _ in items], out_dir, clock, rate, seed, prompt)
     host = ModelHost(spec)
     results: list[ItemResult] = []
+    start_error: str | None = None  # once the model cannot start, later groups are not retried
     try:
         for group_id, items in groups:
             dirs = {i: out / "items" / i for i, _ in items}
-            if all((d / "status.json").exists() for d in dirs.values()):
+            done = {i: finished_status(d) for i, d in dirs.items()}
+            if all(st is not None for st in done.values()):
                 for i, d in dirs.items():
-                    st = json.loads((d / "status.json").read_text("utf-8"))
+                    st = done[i]
                     results.append(ItemResult(i, st["status"], st.get("reason"), d, skipped=True))
                     if on_item:
                         on_item(results[-1])
@@ -212,12 +215,17 @@ def run_forked_items(model_spec: Any, groups: Iterable[Group], out_dir: str | Pa
                 if d.exists():
                     shutil.rmtree(d)
             s = item_seed(seed, group_id)
-            try:
-                host.ensure()
-            except Exception as exc:
-                host.close()
-                raise ModelStartError(f"model {spec.id} could not be started ({spec.backend} backend): {exc}") from exc
-            outcomes = asyncio.run(run_forked_session(host, [(i, fac()) for i, fac in items], rate, s, prompt))
+            if start_error is None:
+                try:
+                    host.ensure()
+                except Exception as exc:
+                    host.close()
+                    start_error = f"model {spec.id} could not be started ({spec.backend} backend): {exc}"
+                    outcomes = [(i, startup_failure(rate, start_error)) for i, _ in items]
+                else:
+                    outcomes = asyncio.run(run_forked_session(host, [(i, fac()) for i, fac in items], rate, s, prompt))
+            else:
+                outcomes = [(i, startup_failure(rate, start_error, retried=False)) for i, _ in items]
             for item_id, outcome in outcomes:
                 results.append(write_item(dirs[item_id], outcome, spec, clock, s))
                 if on_item:

@@ -100,6 +100,30 @@ def run_one(host: ModelHost, stimulus: Stimulus, clock: str, rate: int, seed: in
     return out
 
 
+def startup_failure(rate: int, reason: str, retried: bool = True) -> SessionOutcome:
+    """An item whose model never started: an `error` with the reason, that a resume redoes.
+
+    The item is not lost (it has its status and reason, so a run's denominators keep it)
+    and not final either: it says nothing about the model's behaviour, so once the image
+    is built or the weights are placed, resuming the run plays it.
+    """
+    if not retried:
+        reason += " (not retried: the model could not be started for an earlier item of this job)"
+    out = SessionOutcome(rate=rate)
+    out.fault = ModelFault("STARTUP", reason)
+    out.event(0, "error", code="STARTUP", reason=reason)
+    return out
+
+
+def finished_status(item_dir: Path) -> dict[str, Any] | None:
+    """status.json of a finished item; None for an unfinished one or one whose model never started."""
+    path = item_dir / "status.json"
+    if not path.exists():
+        return None
+    st = json.loads(path.read_text("utf-8"))
+    return None if st.get("error_code") == "STARTUP" else st
+
+
 def write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: str, seed: int) -> ItemResult:
     """recording.wav and events.jsonl first, status.json last (its presence means finished)."""
     item_dir.mkdir(parents=True, exist_ok=True)
@@ -166,18 +190,25 @@ def run_items(model_spec: Any, items: Iterable[tuple[str, StimulusFactory]], out
     out = prepare_out_dir(spec, [i for i, _ in items], out_dir, clock, rate, seed, prompt)
     host = ModelHost(spec)
     results = []
+    start_error: str | None = None  # once the model cannot start, later items are not retried
     try:
         for item_id, factory in items:
             item_dir = out / "items" / item_id
-            status_path = item_dir / "status.json"
-            if status_path.exists():
-                st = json.loads(status_path.read_text("utf-8"))
+            st = finished_status(item_dir)
+            if st is not None:
                 result = ItemResult(item_id, st["status"], st.get("reason"), item_dir, skipped=True)
             else:
                 if item_dir.exists():
                     shutil.rmtree(item_dir)  # an unfinished attempt (and its temp files) is redone from scratch
                 s = item_seed(seed, item_id)
-                outcome = run_one(host, factory(), clock, rate, s, prompt)
+                if start_error is not None:
+                    outcome = startup_failure(rate, start_error, retried=False)
+                else:
+                    try:
+                        outcome = run_one(host, factory(), clock, rate, s, prompt)
+                    except ModelStartError as exc:
+                        start_error = str(exc)
+                        outcome = startup_failure(rate, start_error)
                 result = write_item(item_dir, outcome, spec, clock, s)
             results.append(result)
             if on_item:
@@ -194,6 +225,8 @@ def run_item(model_spec: Any, stimulus: Stimulus, item_dir: str | os.PathLike[st
     host = ModelHost(spec)
     try:
         outcome = run_one(host, stimulus, clock, rate, seed, prompt)
+    except ModelStartError as exc:
+        outcome = startup_failure(rate, str(exc))
     finally:
         host.close()
     return write_item(Path(item_dir), outcome, spec, clock, seed)

@@ -7,7 +7,7 @@ stopped: finished items are skipped by the runner, scoring is cheap and re-done.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,6 +29,20 @@ class JobOutcome:
 
 def job_dir(run_dir: Path, job: Job) -> Path:
     return run_dir / job.model.id / job.benchmark.id
+
+
+def with_runner(jobs: list[Job], run_id: str, backend: str | None = None, endpoint: str | None = None) -> list[Job]:
+    """Jobs whose model starts as this run asks (`--backend`, `--endpoint`) and carries the run label.
+
+    Raises ValueError (naming the model) when the spec cannot run that way.
+    """
+    from duplexeval.runner.modelspec import model_spec_from
+
+    if endpoint and len({j.model.id for j in jobs}) > 1:
+        raise ValueError(f"--endpoint names one server, but the plan has models {sorted({j.model.id for j in jobs})}; "
+                         "narrow it with --models")
+    return [replace(j, runner=replace(model_spec_from(j.model).with_backend(backend, endpoint), run_id=run_id))
+            for j in jobs]
 
 
 def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode: str,
@@ -96,7 +110,7 @@ def _execute_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode
         reason = f": {result.reason}" if result.reason else ""
         progress(f"  {done}/{len(items)} {result.item_id} {state}{reason} [{time.monotonic() - started:.0f} s]")
 
-    run_items(job.model, items, bench_dir, clock, rate=int(job.bench["audio"]["rate"]), seed=seed, on_item=on_item)
+    run_items(job.runner_model, items, bench_dir, clock, rate=int(job.bench["audio"]["rate"]), seed=seed, on_item=on_item)
     progress("  scoring")
     results = score_bench_dir(bench_dir, job.bench, judges_from_spec(job.bench, cache_mode))
     return JobOutcome(job, "scored", None, results, bench_dir)

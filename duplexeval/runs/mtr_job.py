@@ -61,9 +61,9 @@ def run_mtr_job(job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str,
     rate = int(bench["audio"]["rate"])
     progress(f"  {n_items} rounds from {len(dialogues)} dialogues, context {mode}")
     if mode == "fork":
-        run_forked_items(job.model, groups, bench_dir, clock, rate=rate, seed=seed, on_item=on_item)
+        run_forked_items(job.runner_model, groups, bench_dir, clock, rate=rate, seed=seed, on_item=on_item)
     else:
-        run_items(job.model, [i for _, items in groups for i in items], bench_dir, clock, rate=rate, seed=seed,
+        run_items(job.runner_model, [i for _, items in groups for i in items], bench_dir, clock, rate=rate, seed=seed,
                   on_item=on_item)
     progress("  scoring")
     return score_bench_dir(bench_dir, bench, judges, context=context)

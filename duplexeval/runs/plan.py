@@ -21,6 +21,13 @@ class Job:
     benchmark: Spec
     bench: dict[str, Any]                 # the benchmark spec with the suite's overrides applied
     overrides: dict[str, Any] = field(default_factory=dict)
+    # The model as the run starts it (`--backend`, `--endpoint`, run label applied); None:
+    # as its spec says. Not part of the identity: where a model runs is not what it is.
+    runner: Any = None
+
+    @property
+    def runner_model(self) -> Any:
+        return self.runner if self.runner is not None else self.model
 
     @property
     def key(self) -> str:
