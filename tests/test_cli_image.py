@@ -18,9 +18,10 @@ def _engine_reachable() -> bool:
         return False
 
 
-def test_a_local_model_has_no_image():
-    result = CliRunner().invoke(cli, ["image", "build", "silent"])
-    assert result.exit_code == 2 and "model silent has no image" in result.output
+def test_a_typo_in_the_model_id_is_one_line_with_a_suggestion():
+    result = CliRunner().invoke(cli, ["image", "build", "silnet"])
+    assert result.exit_code == 2 and "did you mean 'silent'" in result.output
+    assert "Traceback" not in result.output
 
 
 @pytest.mark.skipif(_engine_reachable(), reason="a Docker engine is reachable: this tests the no-engine path")

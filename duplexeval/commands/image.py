@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from duplexeval.commands import CommandError
 from duplexeval.commands.runner import model_spec_or_exit
 
 
@@ -13,7 +14,7 @@ def _client():
     try:
         return docker_client()
     except EngineUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
 
 
 @click.group("image")
@@ -35,7 +36,7 @@ def base(mirror: str | None, force: bool) -> None:
     try:
         ensure_base_image(client, mirror=mirror, force=force, progress=click.echo)
     except BaseImageError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
 
 
 @image.command("build")
@@ -49,12 +50,12 @@ def build(model_id: str, base_image: str | None, force: bool) -> None:
 
     spec = model_spec_or_exit(model_id)
     if not spec.image:
-        raise click.ClickException(f"model {model_id} has no launch.image in its spec: nothing to build")
+        raise CommandError(f"model {model_id} has no launch.image in its spec: nothing to build")
     client = _client()
     try:
         built = build_image(client, spec, base=base_image, force=force, progress=click.echo)
     except (ImageBuildError, WheelhouseError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
     click.echo(f"{built.tag} {built.id}")
 
 

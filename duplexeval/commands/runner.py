@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from duplexeval.commands import CommandError
+
 
 def model_spec_or_exit(model_id: str, backend: str | None = None, endpoint: str | None = None):
     """The model spec with the run's backend applied, or a one-line error naming the file/field."""
@@ -16,7 +18,7 @@ def model_spec_or_exit(model_id: str, backend: str | None = None, endpoint: str 
     try:
         return load_model_spec(model_id).with_backend(backend, endpoint)
     except (UnknownSpecError, SpecErrors, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
 
 
 def backend_options(fn):
