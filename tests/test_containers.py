@@ -193,3 +193,17 @@ def test_compose_config_passes_and_a_compose_started_agent_is_driven_by_the_harn
         assert "endpoint backend" in result.output and "oracle: all checks passed" in result.output
     finally:
         _compose("--profile", "agents", "down", "-t", "1", env=env)
+
+
+@pytest.fixture(scope="session")
+def moshi_image(agents_image, docker_engine):
+    spec = load_model_spec("moshi-tiny")
+    build_image(docker_engine, spec, progress=lambda _: None)  # on the base agents_image made
+    return spec.image
+
+
+def test_moshi_tiny_passes_every_conformance_check_in_the_image_built_from_images_moshi(moshi_image):
+    result = CliRunner().invoke(cli, ["conformance", "moshi-tiny", "--backend", "docker"])
+    assert result.exit_code == 0, result.output
+    for check in ("handshake", "lockstep", "reset", "errors", "fork", "teacher_forcing", "realtime"):
+        assert f"PASS {check}:" in result.output, result.output

@@ -9,6 +9,9 @@ the harness was tested with. Two files per image folder:
 - `requirements-nodeps.txt` (optional): installed with `--no-deps` (moshi pins torch<2.10
   in its metadata although it runs on the lock's torch: issue 11).
 
+An image whose upstream pins another stack than the harness (PersonaPlex: torch 2.4)
+brings its own `constraints.txt`, used instead of the project's lock.
+
 Downloads are kept in a cache keyed by those files, the lock and the host's Python, so a
 second build stages the same bytes in a second. `wheelhouse.json` lists every file with
 its sha256: the image label and the run manifest carry it.
@@ -33,6 +36,7 @@ LOCK = REPO_ROOT / "requirements" / "lock.txt"
 REQUIREMENTS = "requirements.txt"
 REQUIREMENTS_NODEPS = "requirements-nodeps.txt"
 MANIFEST = "wheelhouse.json"
+OWN_CONSTRAINTS = "constraints.txt"
 
 
 class WheelhouseError(RuntimeError):
@@ -63,8 +67,15 @@ def _pip_download(args: list[str], dest: Path, what: str) -> None:
         raise WheelhouseError(f"pip download of {what} failed (exit {proc.returncode}): {' | '.join(lines[-4:])}")
 
 
+def constraints_for(image_dir: Path, lock: Path = LOCK) -> Path:
+    """The image's own constraints.txt if it has one, else the project's lock."""
+    own = image_dir / OWN_CONSTRAINTS
+    return own if own.is_file() else lock
+
+
 def ensure_wheelhouse(image_dir: Path, *, lock: Path = LOCK, progress: Callable[[str], None] = print) -> Path:
     """The cached wheelhouse folder of `image_dir`, downloading it once; complete or absent, never partial."""
+    lock = constraints_for(image_dir, lock)
     key = wheelhouse_key(image_dir, lock)
     folder = cache_root() / key[:24]
     if (folder / MANIFEST).exists():

@@ -28,6 +28,7 @@ from duplexeval.audio import read_stereo_recording
 from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_file, sha256_json
 from duplexeval.mtr.features import W, feature_outcome, in_window
 from duplexeval.mtr.format import Event, Round, Span
+from duplexeval.scoring.model_caveat import with_caveat
 
 RESULTS_VERSION = 1
 ROUNDS_FILE = "rounds.json"
@@ -242,7 +243,8 @@ def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], judges: dict[s
                                        judges, transcriber, calls))
     if context is None and (bench_dir / "context.json").exists():
         context = json.loads((bench_dir / "context.json").read_text("utf-8"))
-    results = aggregate(records, bench, {"total": len(info), **dict(sorted(counts.items()))}, context or {}, calls)
+    results = with_caveat(aggregate(records, bench, {"total": len(info), **dict(sorted(counts.items()))}, context or {}, calls),
+                          bench_dir)
     atomic_write_jsonl(bench_dir / "records.jsonl", records)
     atomic_write_json(bench_dir / "results.json", results)
     return results

@@ -100,7 +100,14 @@ def latex_env() -> jinja2.Environment:
     env.filters["fmt"] = lambda v, d=4: LatexSafe(latex_escape(fmt(v, d)).replace("–", "--"))
     env.filters["tex"] = latex_escape
     env.filters["rate"] = latex_rate
+    env.filters["caveat_mark"] = _latex_caveat_mark
     return env
+
+
+@jinja2.pass_context
+def _latex_caveat_mark(ctx: Any, model: Any) -> LatexSafe:
+    """A dagger after a caveated model's name in every table; the caveat itself is listed up front."""
+    return LatexSafe(r"\textsuperscript{\dag}" if model in (ctx.get("caveats") or {}) else "")
 
 
 def latex_rate(m: dict[str, Any] | None) -> LatexSafe:
@@ -184,6 +191,18 @@ def mtr_table(results: list[ResultFile]) -> list[dict[str, Any]]:
     return out
 
 
+def model_caveats(results: list[ResultFile]) -> dict[str, str]:
+    """Model -> its caveat (results.json `model_caveat`, from the spec's `caveat`), e.g. random
+    tiny weights: shown up front and beside the model's name in every table, so a smoke-test
+    model is never read as the system it is named after."""
+    out: dict[str, str] = {}
+    for r in results:
+        caveat = r.data.get("model_caveat")
+        if caveat:
+            out.setdefault(r.model, str(caveat))
+    return out
+
+
 def _judge_label(judge_id: str | None) -> str | None:
     """The judge spec's own label ("offline heuristic judge"), so no report hides which judge ran."""
     if not judge_id:
@@ -244,6 +263,7 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "mpe": mpe_table(results),
         "mtr": mtr_table(results),
         "labels": judge_labels(results),
+        "caveats": model_caveats(results),
         "bars": charts.start_presence_bars(results),
         "curves": [c for c in (charts.round_curves(r) for r in results) if c is not None],
         "timeline": pick_timeline(run, inputs.item),

