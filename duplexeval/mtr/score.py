@@ -28,6 +28,7 @@ from duplexeval.audio import read_stereo_recording
 from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_file, sha256_json
 from duplexeval.mtr.features import W, feature_outcome, in_window
 from duplexeval.mtr.format import Event, Round, Span
+from duplexeval.runner.integrity import item_status
 from duplexeval.scoring.model_caveat import with_caveat
 
 RESULTS_VERSION = 1
@@ -232,11 +233,11 @@ def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], judges: dict[s
     calls: Counter = Counter()
     records = []
     for item_id in sorted(info):
-        status_path = bench_dir / "items" / item_id / "status.json"
-        if not status_path.exists():
+        st = item_status(bench_dir / "items" / item_id)  # verified: a damaged item is an error, never silence
+        if st is None:
             counts["unfinished"] += 1
             continue
-        status = json.loads(status_path.read_text("utf-8"))["status"]
+        status = st["status"]
         counts[status] += 1
         if status == "ok":
             records.append(score_round(item_id, info[item_id], bench_dir / "items" / item_id / "recording.wav", bench,

@@ -27,6 +27,7 @@ from duplexeval.protocol.wire import PROTOCOL_VERSION
 from duplexeval.runner.backends import Backend, make_backend
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.errors import ModelFault, ModelStartError, RunConfigMismatch
+from duplexeval.runner.integrity import artifact_fields, item_status
 from duplexeval.runner.modelspec import ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, run_session
 from duplexeval.runner.stimulus import Stimulus
@@ -116,12 +117,13 @@ def startup_failure(rate: int, reason: str, retried: bool = True) -> SessionOutc
 
 
 def finished_status(item_dir: Path) -> dict[str, Any] | None:
-    """status.json of a finished item; None for an unfinished one or one whose model never started."""
-    path = item_dir / "status.json"
-    if not path.exists():
-        return None
-    st = json.loads(path.read_text("utf-8"))
-    return None if st.get("error_code") == "STARTUP" else st
+    """status.json of a finished item; None for one a resume must (re)play.
+
+    That is an unfinished item, one whose model never started (STARTUP says nothing about
+    the model) and one whose files no longer match its status.json (DAMAGED).
+    """
+    st = item_status(item_dir)
+    return None if st is None or st.get("error_code") in ("STARTUP", "DAMAGED") else st
 
 
 def write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: str, seed: int) -> ItemResult:
@@ -143,6 +145,7 @@ def write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: 
         fault = outcome.fault
         status.update(status="error", reason=str(fault), error_code=fault.code, error_frame=fault.frame_idx)
     atomic_write_jsonl(item_dir / "events.jsonl", outcome.events)
+    status.update(artifact_fields(item_dir, outcome.ok))  # status.json vouches for the files before it
     atomic_write_json(item_dir / "status.json", status)
     return ItemResult(item_dir.name, status["status"], status["reason"], item_dir)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_json
+from duplexeval.runner.integrity import item_status
 from duplexeval.scoring import mpe
 from duplexeval.scoring.model_caveat import with_caveat
 from duplexeval.scoring.mpe_score import CallCounter, DecidingJudge, Transcriber, score_item
@@ -78,11 +79,11 @@ def item_dirs(bench_dir: Path) -> tuple[list[Path], dict[str, int]]:
     """Finished items (status ok) in name order, and counts of every status."""
     ok, counts = [], Counter()
     for d in sorted(p for p in (bench_dir / "items").iterdir() if p.is_dir()):
-        status_path = d / "status.json"
-        if not status_path.exists():
+        st = item_status(d)  # verified against its files: a damaged item is an error, never silence
+        if st is None:
             counts["unfinished"] += 1
             continue
-        status = json.loads(status_path.read_text(encoding="utf-8")).get("status")
+        status = st.get("status")
         counts[status if status in ("ok", "error") else "unknown"] += 1
         if status == "ok":
             ok.append(d)
