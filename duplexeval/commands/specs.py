@@ -45,6 +45,17 @@ def validate(paths: tuple[Path, ...], root: Path | None) -> None:
         click.echo(f"warning: {warning}", err=True)
     counts = ", ".join(f"{len(registry.specs[k])} {k}s" for k in KINDS)
     click.echo(f"ok: {counts}")
+    # Where the local ASR/TTS models' weights stand here (never an error: a machine without
+    # them still validates; the run that needs them says what to fetch).
+    from duplexeval.judges.local_models import LOCAL_TASKS, weights_status
+
+    for spec in registry.all("judge"):
+        if spec.data.get("task") in LOCAL_TASKS:
+            status = weights_status(spec.data)
+            hint = {"not fetched": f": duplexeval weights fetch {spec.id}",
+                    "not placed": f": place its files by hand (docs/judges.md; spec {spec.id})"}.get(status, "")
+            click.echo(f"weights {status:<11} {spec.id} ({spec.data['task']}, "
+                       f"{spec.data['provider']} {spec.data['model']}){hint}")
 
 
 @click.command("ls")
@@ -72,8 +83,10 @@ def _row(kind: str, spec_id: str, d: dict) -> dict:
         return {"id": spec_id, "benchmark": d["benchmark"], "dimension": d["dimension"],
                 "status": d.get("status", "runnable"), "data": d["data"]["source"], "title": d["title"]}
     if kind == "judge":
+        from duplexeval.judges.local_models import weights_status
+
         return {"id": spec_id, "task": d["task"], "provider": d["provider"],
-                "model": d.get("model", "-"), "label": d["label"]}
+                "model": d.get("model", "-"), "weights": weights_status(d), "label": d["label"]}
     runs = sum(len(r["models"]) * len(r["benchmarks"]) for r in d["runs"])
     return {"id": spec_id, "runs": runs, "clock": d["clock"], "cache": d["cache_mode"], "description": d["description"]}
 

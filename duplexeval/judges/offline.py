@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from duplexeval.io import sha256_json
-from duplexeval.judges.llm import artifact_hashes
+from duplexeval.judges.artifacts import artifact_hashes
 from duplexeval.judges.textnorm import content_words, numbers, tokens, words_plain
 from duplexeval.judges.verdict import Verdict
 

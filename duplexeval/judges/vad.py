@@ -24,7 +24,9 @@ streams), so many `StreamingVAD`s can share one inference session.
 
 from __future__ import annotations
 
+import math
 import threading
+from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
@@ -41,7 +43,7 @@ FRAME_S = WINDOW / VAD_RATE
 MPE_MIN_SPEECH_MS = 120.0
 MPE_MERGE_GAP_MS = 800.0
 DEFAULT_THRESHOLD = 0.5
-HYSTERESIS = 0.15  # Silero's own neg_threshold = threshold - 0.15
+HYSTERESIS = 0.15  # Silero's own neg_threshold = threshold - 0.15; specs set it as vad.hysteresis
 
 _session_lock = threading.Lock()
 _session = None
@@ -108,21 +110,32 @@ class EpisodeTracker:
 
     Kept separate from the model so the 120 ms / 800 ms rules can be tested with
     hand-made frame sequences. Frames are `frame_s` long; a burst is a run of speech
-    frames (with hysteresis). Order: drop bursts shorter than `min_speech_ms`, then merge
+    frames (with hysteresis: a burst starts at p >= threshold and ends at p <
+    threshold - hysteresis). Order: drop bursts shorter than `min_speech_ms`, then merge
     surviving bursts whose gap is shorter than `merge_gap_ms` (Duplex-MPE §3.4).
+
+    Lengths are whole frames and every comparison is exact (fractions of a millisecond,
+    never floats): "under 120 ms" and "less than 800 ms apart" are strict, so a burst of
+    exactly min_speech counts and a gap of exactly merge_gap never merges, at any stream
+    offset. With Silero's 32 ms frames a burst or gap is a multiple of 32 ms: the shortest
+    speech is 4 frames (128 ms; 3 frames = 96 ms is dropped), and the longest gap that
+    merges is 24 frames (768 ms; 25 frames = 800 ms exactly never merges).
     """
 
     def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, min_speech_ms: float = MPE_MIN_SPEECH_MS,
-                 merge_gap_ms: float = MPE_MERGE_GAP_MS, frame_s: float = FRAME_S) -> None:
+                 merge_gap_ms: float = MPE_MERGE_GAP_MS, frame_s: float = FRAME_S,
+                 hysteresis: float = HYSTERESIS) -> None:
         self.threshold = threshold
-        self.neg_threshold = max(threshold - HYSTERESIS, 0.01)
-        self.min_speech_s = min_speech_ms / 1000.0
-        self.merge_gap_s = merge_gap_ms / 1000.0
+        self.neg_threshold = max(threshold - hysteresis, 0.01)
         self.frame_s = frame_s
+        frame_ms = Fraction(repr(float(frame_s))) * 1000
+        # Smallest frame counts that reach min_speech / merge_gap, exactly.
+        self._min_speech_frames = math.ceil(Fraction(repr(float(min_speech_ms))) / frame_ms)
+        self._merge_gap_frames = math.ceil(Fraction(repr(float(merge_gap_ms))) / frame_ms)
         self.frames = 0
         self._in_burst = False
-        self._burst_start = 0.0
-        self._episodes: list[list[float]] = []  # confirmed bursts, merged; last may be open
+        self._burst_start = 0
+        self._episodes: list[list[int]] = []  # confirmed bursts, merged, in frames; last may be open
         self._open = False  # the last episode's burst is still running
 
     @property
@@ -130,33 +143,32 @@ class EpisodeTracker:
         return self.frames * self.frame_s
 
     def push_prob(self, p: float) -> None:
-        t = self.time_s
         if not self._in_burst and p >= self.threshold:
-            self._in_burst, self._burst_start = True, t
+            self._in_burst, self._burst_start = True, self.frames
         elif self._in_burst and p < self.neg_threshold:
-            self._end_burst(t)
+            self._end_burst(self.frames)
         self.frames += 1
-        if self._in_burst and not self._open and self.time_s - self._burst_start >= self.min_speech_s:
+        if self._in_burst and not self._open and self.frames - self._burst_start >= self._min_speech_frames:
             self._confirm(self._burst_start)
 
-    def _confirm(self, start: float) -> None:
+    def _confirm(self, start: int) -> None:
         # A burst becomes speech once it has lasted min_speech: causal, no look-ahead.
-        if self._episodes and start - self._episodes[-1][1] < self.merge_gap_s:
-            self._episodes[-1][1] = self.time_s
+        if self._episodes and start - self._episodes[-1][1] < self._merge_gap_frames:
+            self._episodes[-1][1] = self.frames
         else:
-            self._episodes.append([start, self.time_s])
+            self._episodes.append([start, self.frames])
         self._open = True
 
-    def _end_burst(self, t: float) -> None:
+    def _end_burst(self, frame: int) -> None:
         if self._open:
-            self._episodes[-1][1] = t
+            self._episodes[-1][1] = frame
         self._in_burst = self._open = False
 
     def finish(self) -> None:
         if self._in_burst:
-            if not self._open and self.time_s - self._burst_start >= self.min_speech_s:
+            if not self._open and self.frames - self._burst_start >= self._min_speech_frames:
                 self._confirm(self._burst_start)
-            self._end_burst(self.time_s)
+            self._end_burst(self.frames)
 
     @property
     def speaking(self) -> bool:
@@ -177,12 +189,12 @@ class EpisodeTracker:
         """Seconds since confirmed speech last ended (0 while speaking; whole stream if none)."""
         if self._open:
             return 0.0
-        last_end = self._episodes[-1][1] if self._episodes else 0.0
-        return max(self.time_s - last_end, 0.0)
+        last_end = self._episodes[-1][1] if self._episodes else 0
+        return max(self.frames - last_end, 0) * self.frame_s
 
     def episodes(self) -> list[tuple[float, float]]:
         """Episodes so far; an open one ends at the current time."""
-        return [(round(start, 6), round(end, 6)) for start, end in self._episodes]
+        return [(round(start * self.frame_s, 6), round(end * self.frame_s, 6)) for start, end in self._episodes]
 
 
 class StreamingVAD:
@@ -194,10 +206,10 @@ class StreamingVAD:
     """
 
     def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, min_speech_ms: float = MPE_MIN_SPEECH_MS,
-                 merge_gap_ms: float = MPE_MERGE_GAP_MS) -> None:
+                 merge_gap_ms: float = MPE_MERGE_GAP_MS, hysteresis: float = HYSTERESIS) -> None:
         self._stream = _SileroStream()
         self._tracker = EpisodeTracker(threshold=threshold, min_speech_ms=min_speech_ms,
-                                       merge_gap_ms=merge_gap_ms, frame_s=FRAME_S)
+                                       merge_gap_ms=merge_gap_ms, frame_s=FRAME_S, hysteresis=hysteresis)
         self._pending = np.zeros(0, dtype=np.float32)
 
     def push(self, chunk_16k: np.ndarray) -> None:
@@ -235,7 +247,8 @@ class StreamingVAD:
 
 def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_THRESHOLD,
                     min_speech_ms: float = MPE_MIN_SPEECH_MS, merge_gap_ms: float = MPE_MERGE_GAP_MS,
-                    mode: Literal["causal", "offline"] = "causal") -> list[tuple[float, float]]:
+                    mode: Literal["causal", "offline"] = "causal",
+                    hysteresis: float = HYSTERESIS) -> list[tuple[float, float]]:
     """Speech episodes (start_s, end_s) of mono `audio` at `rate`.
 
     causal: frame-by-frame probabilities with the model's state, the MPE rules
@@ -249,7 +262,8 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
         raise ValueError(f"detect_episodes expects mono audio, got shape {audio.shape}")
     audio_16k = resample(audio, rate, VAD_RATE)
     if mode == "causal":
-        vad = StreamingVAD(threshold=threshold, min_speech_ms=min_speech_ms, merge_gap_ms=merge_gap_ms)
+        vad = StreamingVAD(threshold=threshold, min_speech_ms=min_speech_ms, merge_gap_ms=merge_gap_ms,
+                           hysteresis=hysteresis)
         vad.push(audio_16k)
         vad.flush()
         return vad.episodes()
@@ -259,6 +273,7 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
         probs = speech_probabilities(audio_16k)
         stamps = get_speech_timestamps_from_probs(
             list(map(float, probs)), sampling_rate=VAD_RATE, threshold=threshold,
+            neg_threshold=max(threshold - hysteresis, 0.01),
             min_speech_duration_ms=int(min_speech_ms), min_silence_duration_ms=int(merge_gap_ms),
             speech_pad_ms=0, return_seconds=False, audio_length_samples=len(audio_16k))
         return [(round(s["start"] / VAD_RATE, 6), round(s["end"] / VAD_RATE, 6)) for s in stamps]

@@ -41,15 +41,20 @@ class RenderedConversation:
         return (len(self.preamble) + sum(len(t.audio) for t in self.turns)) / self.rate
 
 
-def render_turns(scene: Scene, condition: str, rate: int, cache: Path | None = None) -> RenderedConversation:
+def render_turns(scene: Scene, condition: str, rate: int, cache: Path | None = None,
+                 tts: dict | None = None) -> RenderedConversation:
     """Synthesise the preamble and every turn of `scene` in `condition` at `rate`.
 
     `cache` is the TTS cache folder (None: duplexeval.tts's default, `$DUPLEXEVAL_CACHE`).
+    `tts` is a suite's tts block (None: flite with the scene's voices); it pins a voice
+    per speaker letter and for 'preamble'.
     """
     turns = conversation(scene, condition)
-    preamble = synthesize(scene.preamble_text, scene.preamble_voice, rate, cache_dir=_tts_dir(cache))
+    preamble = synthesize(scene.preamble_text, scene.preamble_voice, rate, cache_dir=_tts_dir(cache),
+                          tts=tts, speaker="preamble")
     rendered = tuple(
-        RenderedTurn(turn, synthesize(turn.text, turn.voice, rate, cache_dir=_tts_dir(cache)))
+        RenderedTurn(turn, synthesize(turn.text, turn.voice, rate, cache_dir=_tts_dir(cache), tts=tts,
+                                      speaker=turn.speaker))
         for turn in turns
     )
     digest = sha256_json({

@@ -123,6 +123,10 @@ class Registry:
                 ref(spec, ("overrides", "judges", role), "judge", judge_id)
             for i, golden in enumerate(spec.data.get("golden", [])):
                 exists(spec, ("golden", i), repo / golden, "golden file")
+        # ASR/TTS selections name models whose weights a spec pins (duplexeval.judges.local_models).
+        from duplexeval.judges.local_models import reference_problems
+
+        errors.extend(spec.error(at, message) for spec, at, message in reference_problems(self))
         return errors
 
 

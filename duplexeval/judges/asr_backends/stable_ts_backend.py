@@ -1,7 +1,10 @@
-"""stable-ts: stabilised Whisper timestamps; an optional extra.
+"""stable-ts: stabilised Whisper word timestamps (named in the design card); an optional extra.
 
-stable-ts requires torchaudio, which does not load beside the CPU torch 2.13.0 build
-(DESIGN: Real components), so it lives in its own extra and is tested where it imports.
+stable-ts imports torchaudio at top level, and no torchaudio loads beside the CPU torch
+2.13.0 this project's venv uses (DESIGN: Real components), so it runs in the harness image
+(`images/harness/`, a matching torch/torchaudio pair). Same weights as whisper-timestamped
+(an openai-whisper checkpoint from a spec, or a local path), same option rule, same
+`Transcript`.
 """
 
 from __future__ import annotations
@@ -11,21 +14,30 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.judges.asr_backends import OpenAIWhisperBackend
+from duplexeval.judges.asr_backends import MissingExtraError, OpenAIWhisperBackend
+from duplexeval.judges.transcript import Transcript, clean_words
 
 _lock = threading.Lock()
-_models: dict[str, Any] = {}
+_models: dict[tuple[str, str, str], Any] = {}
+
+# stable-ts's own defaults for the settings that move words, written out for the key.
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "beam_size": None,
+    "best_of": None,
+    "vad": False,
+    "regroup": True,
+    "suppress_silence": True,
+}
 
 
 def _import():
     try:
         import stable_whisper
     except (ImportError, OSError) as exc:  # OSError: torchaudio's native library failing to load
-        from duplexeval.judges.asr import MissingExtraError
-
         raise MissingExtraError("ASR backend 'stable-ts' is not installed or does not load: "
                                 "pip install duplexeval[stable-ts] in an environment with a matching "
-                                f"torch/torchaudio pair (see docs/judges.md) [{type(exc).__name__}: {exc}]") from exc
+                                "torch/torchaudio pair, e.g. the harness image images/harness "
+                                f"(docs/judges.md) [{type(exc).__name__}: {exc}]") from exc
     return stable_whisper
 
 
@@ -33,14 +45,27 @@ class StableTsBackend(OpenAIWhisperBackend):
     name = "stable-ts"
     package = "stable-ts"
 
-    def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
-        from duplexeval.judges.asr import Transcript, Word
+    def require(self) -> None:
+        _import()
 
+    def effective_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        return super().effective_options({**DEFAULT_OPTIONS, **options})
+
+    def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
         sw = _import()
+        opts = dict(options)
+        device = opts.pop("device")
+        if isinstance(opts.get("temperature"), list):
+            opts["temperature"] = tuple(opts["temperature"])
+        key = (model, device, self.weights_sha256(model) or "")
         with _lock:
-            if model not in _models:
-                _models[model] = sw.load_model(model, device="cpu")
-        result = _models[model].transcribe(audio_16k, language=language, **options)
-        words = [Word(w.word.strip(), round(float(w.start), 3), round(float(w.end), 3))
-                 for seg in result.segments for w in (seg.words or []) if w.word.strip()]
+            if key not in _models:
+                # stable-ts patches transcribe() onto a plain openai-whisper model.
+                whisper = self.load_whisper(model, device)
+                sw.modify_model(whisper)
+                _models[key] = whisper
+            whisper = _models[key]
+        result = whisper.transcribe(np.asarray(audio_16k, dtype=np.float32), language=language, verbose=None, **opts)
+        raw = [(w.word, w.start, w.end) for seg in result.segments for w in (seg.words or [])]
+        words = clean_words(raw, len(audio_16k) / 16000)
         return Transcript(result.text.strip(), words, self.name, model)

@@ -1,6 +1,17 @@
-"""whisper-timestamped: the MTR-DuplexBench ASR (medium.en), an optional extra.
+"""whisper-timestamped: the MTR-DuplexBench ASR (Whisper medium.en with word timestamps).
 
-It needs downloaded openai-whisper weights; where they exist the paper specs select it.
+The MTR public code (Eval/asr_incremental_save.py) calls
+`whisper_timestamped.transcribe(whisper.load_model("medium.en"), audio, beam_size=5,
+best_of=5, temperature=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0), vad=False, detect_disfluencies=False,
+language="en", include_punctuation_in_confidence=False)`; `specs/benchmarks/_mtr-base.yaml`
+records exactly those settings, plus `condition_on_previous_text: false` (DESIGN; the
+public code leaves Whisper's default, True) and whisper-timestamped's own `seed` (1234),
+which makes the sampled temperature fallbacks repeatable.
+
+Weights: the openai-whisper checkpoint `medium.en.pt`, pinned by sha256 in
+`specs/judges/perception/asr-whisper-timestamped-medium-en.yaml` and placed in the weights cache; or
+a local checkpoint path (the tests use a random tiny Whisper written by
+`duplexeval.judges.tiny_models`).
 """
 
 from __future__ import annotations
@@ -10,20 +21,31 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.judges.asr_backends import OpenAIWhisperBackend
+from duplexeval.judges.asr_backends import MissingExtraError, OpenAIWhisperBackend
+from duplexeval.judges.transcript import Transcript, clean_words
 
 _lock = threading.Lock()
-_models: dict[str, Any] = {}
+_models: dict[tuple[str, str, str], Any] = {}
+
+# whisper-timestamped's defaults for what the MTR settings name, written out so the key
+# records the whole configuration, not "whatever the package defaults to".
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "beam_size": None,
+    "best_of": None,
+    "vad": False,
+    "detect_disfluencies": False,
+    "include_punctuation_in_confidence": False,
+    "seed": 1234,
+}
 
 
 def _import():
     try:
         import whisper_timestamped
     except ImportError as exc:
-        from duplexeval.judges.asr import MissingExtraError
-
         raise MissingExtraError("ASR backend 'whisper-timestamped' is not installed: "
-                                "pip install duplexeval[paper-asr]") from exc
+                                "pip install duplexeval[paper-asr] (`make setup` installs it from "
+                                f"requirements/paper-asr.txt) [{type(exc).__name__}: {exc}]") from exc
     return whisper_timestamped
 
 
@@ -31,14 +53,26 @@ class WhisperTimestampedBackend(OpenAIWhisperBackend):
     name = "whisper-timestamped"
     package = "whisper-timestamped"
 
-    def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
-        from duplexeval.judges.asr import Transcript, Word
+    def require(self) -> None:
+        _import()
 
+    def effective_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        return super().effective_options({**DEFAULT_OPTIONS, **options})
+
+    def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
         wt = _import()
+        opts = dict(options)
+        device = opts.pop("device")
+        if isinstance(opts.get("temperature"), list):
+            opts["temperature"] = tuple(opts["temperature"])
+        key = (model, device, self.weights_sha256(model) or "")
         with _lock:
-            if model not in _models:
-                _models[model] = wt.load_model(model, device="cpu")
-        result = wt.transcribe(_models[model], audio_16k, language=language, **options)
-        words = [Word(w["text"].strip(), round(float(w["start"]), 3), round(float(w["end"]), 3))
-                 for seg in result.get("segments", []) for w in seg.get("words", []) if w["text"].strip()]
+            if key not in _models:
+                _models[key] = self.load_whisper(model, device)
+            whisper = _models[key]
+        # verbose=None: no progress output; never part of the key.
+        result = wt.transcribe(whisper, np.asarray(audio_16k, dtype=np.float32), language=language,
+                               verbose=None, **opts)
+        raw = [(w["text"], w["start"], w["end"]) for seg in result.get("segments", []) for w in seg.get("words", [])]
+        words = clean_words(raw, len(audio_16k) / 16000)
         return Transcript(result.get("text", "").strip(), words, self.name, model)
