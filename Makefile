@@ -6,15 +6,22 @@ PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.duplexeval-installed
+# Qwen3-ASR's real code path needs transformers==4.57.6, which cannot live beside the lock:
+# its own venv (requirements/qwen3.txt says why), used by `make test` for tests/test_qwen3_*.py.
+QWEN3_VENV  := .venv-qwen3
+QWEN3_STAMP := $(QWEN3_VENV)/.duplexeval-installed
+HARNESS_IMAGE ?= duplexeval/harness:0.1
+HARNESS_BASE  ?= duplexeval/base:bookworm
+WEIGHTS_CACHE ?= $(HOME)/.cache/duplexeval/weights
 SUITE  ?= embedded
 MODELS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup test reproduce validate image clean-runs
+.PHONY: setup test fuzz reproduce validate image clean-runs qwen3-venv harness-image harness-check
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml requirements/lock.txt requirements/moshi.txt scripts/setup-system.sh
+$(STAMP): pyproject.toml requirements/lock.txt requirements/moshi.txt requirements/paper-asr.txt scripts/setup-system.sh
 	bash scripts/setup-system.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# The CPU build of torch first: a plain `torch` would pull a multi-GB CUDA build.
@@ -23,9 +30,24 @@ $(STAMP): pyproject.toml requirements/lock.txt requirements/moshi.txt scripts/se
 	# moshi with --no-deps: its metadata pins torch<2.10, yet its streaming code runs on
 	# torch 2.13.0 (requirements/moshi.txt says why; the moshi-tiny tests exercise it).
 	$(PY) -m pip install -q --no-deps -c requirements/lock.txt -r requirements/moshi.txt
+	# whisper-timestamped (the MTR ASR) with --no-deps: openai-whisper would pull triton,
+	# which CPU inference never imports (requirements/paper-asr.txt).
+	$(PY) -m pip install -q --no-deps -c requirements/lock.txt -r requirements/paper-asr.txt
 	touch $(STAMP)
 
-test: setup
+qwen3-venv: $(QWEN3_STAMP)
+
+$(QWEN3_STAMP): pyproject.toml requirements/qwen3.txt
+	test -x $(QWEN3_VENV)/bin/python || $(PYTHON) -m venv $(QWEN3_VENV)
+	$(QWEN3_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(QWEN3_VENV)/bin/python -m pip install -q --no-deps -r requirements/qwen3.txt
+	$(QWEN3_VENV)/bin/python -m pip install -q --no-deps -e .
+	touch $(QWEN3_STAMP)
+
+test: setup qwen3-venv
+	# Qwen3-ASR on random tiny models, in its own venv (they skip in the main one); first,
+	# so the main suite's summary is the last line a reader (or CI) sees.
+	$(QWEN3_VENV)/bin/pytest -p no:cacheprovider tests/test_qwen3_asr.py
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 reproduce: setup
@@ -36,6 +58,19 @@ validate: setup
 
 image: setup
 	$(VENV)/bin/duplexeval image build $(MODEL)
+
+# The GPU image of the harness side of the paper suites (Qwen3-ASR, Qwen3-TTS,
+# whisper-timestamped, stable-ts with a matching torch/torchaudio pair): images/harness/README.md.
+harness-image: setup
+	$(PY) images/harness/build.py --base $(HARNESS_BASE) --tag $(HARNESS_IMAGE)
+
+harness-check:
+	docker run --rm --gpus all --network none -v $(WEIGHTS_CACHE):/weights:ro $(HARNESS_IMAGE)
+
+# The fuzz targets (tests/test_fuzz_*.py) with 50x the examples `make test` gives them.
+FUZZ_EXAMPLES ?= 15000
+fuzz: setup
+	DUPLEXEVAL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VENV)/bin/pytest -q tests/test_fuzz_*.py
 
 clean-runs:
 	rm -rf runs

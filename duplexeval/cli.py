@@ -2,22 +2,53 @@
 
 Each area of the package keeps its commands in its own module under
 `duplexeval/commands/` and exports them as `COMMANDS`; this file only collects them,
-so adding a command never means editing a shared file.
+so adding a command never means editing a shared file. It is also the one error
+boundary (`duplexeval.cli_errors`): no user error ends in a traceback.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 
 import click
 
 from duplexeval import __version__
+from duplexeval.cli_errors import BUG_EXIT, bug_message, is_expected, user_message, write_traceback
+from duplexeval.commands import CommandError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class InternalError(click.ClickException):
+    """An exception duplexeval did not expect: a bug, said as such (the traceback is in a file)."""
+
+    exit_code = BUG_EXIT
+
+    def show(self, file=None) -> None:
+        click.echo(self.message, err=True)
+
+
+class BoundaryGroup(click.Group):
+    """Turns every exception a command lets through into a short message (unless --debug)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                raise
+            if is_expected(exc):
+                raise CommandError(user_message(exc)) from None
+            raise InternalError(bug_message(exc, write_traceback(exc, sys.argv[1:]))) from None
+
+
+@click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="duplexeval")
-def cli() -> None:
+@click.option("--debug", is_flag=True, envvar="DUPLEXEVAL_DEBUG",
+              help="Show Python tracebacks instead of one-line errors (also DUPLEXEVAL_DEBUG=1).")
+def cli(debug: bool) -> None:
     """Benchmark full-duplex speech language models on Duplex-MPE and MTR-DuplexBench."""
 
 

@@ -96,7 +96,7 @@ def mtr_results() -> dict[str, Any]:
             "metrics": {"success": rounds["1-10"]["success"]}, "rounds": rounds}
 
 
-def make_run(root: Path, run_id: str = "run-test") -> Path:
+def make_run(root: Path, run_id: str = "run-test", *, with_audio: bool = False) -> Path:
     run = root / run_id
     atomic_write_json(run / "manifest.json", {"run_id": run_id, "suite": "embedded", "git_commit": "0" * 40,
                                               "judges": ["mpe-answer-offline"], "asr": {"backend": "faster-whisper"},
@@ -113,6 +113,14 @@ def make_run(root: Path, run_id: str = "run-test") -> Path:
     atomic_write_jsonl(folder / "items" / item / "events.jsonl", scene_events())
     atomic_write_json(folder / "items" / item / "status.json", {"status": "ok", "reason": None})
     atomic_write_jsonl(folder / "records.jsonl", scene_records(item))
+    if with_audio:
+        import numpy as np
+
+        from duplexeval.audio import write_wav
+
+        rate = 8000  # 26 s of quiet stereo noise: enough for the item browser to seek in
+        noise = np.random.default_rng(0).normal(0, 0.01, (26 * rate, 2)).astype(np.float32)
+        write_wav(folder / "items" / item / "recording.wav", noise, rate)
     # A paper model's declining per-round curve (golden/embedded.yaml pins the oracle's MTR results at 1.0).
     atomic_write_json(run / "moshi" / "mtr-smooth-turn-taking" / "results.json", mtr_results())
     listing.append({"model": "moshi", "benchmark": "mtr-smooth-turn-taking", "path": "moshi/mtr-smooth-turn-taking/results.json"})

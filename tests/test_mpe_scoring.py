@@ -105,8 +105,9 @@ def test_scoring_twice_gives_byte_identical_results(tmp_path, judges):
     bytes2 = (bench / "results.json").read_bytes(), (bench / "records.jsonl").read_bytes()
     assert bytes1 == bytes2
     m = first["metrics"]
-    assert m["start"]["outcomes"] == {"fresh": 1, "already_speaking": 0, "miss": 1}
+    assert m["start"]["outcomes"] == {"fresh": 1, "already_speaking": 0, "miss": 1, "error": 0}
     assert m["answer"] == {**m["answer"], "numerator": 1, "denominator": 1}
+    assert first["complete"] is False and first["incomplete"]["items"] == {"unfinished": 1}
     assert m["shush"]["denominator"] == 6
     assert m["stop"]["reported"] is False and m["stop"]["n4_events"] == 2
     assert first["items"] == {"error": 0, "ok": 2, "total": 3, "unfinished": 1}

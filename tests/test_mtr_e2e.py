@@ -57,7 +57,7 @@ def test_silent_scores_zero_and_its_latency_is_no_response_not_zero(run_dir):
     for key in ("1", "1-10"):
         m = r["rounds"][key]
         assert m["success"]["value"] == 0.0 and m["no_response"]["value"] == 1.0
-        assert m["latency_s"] == {"value": None, "numerator": 0, "denominator": 0, "unit": "seconds"}
+        assert m["latency_s"] == {"value": None, "numerator": 0, "denominator": 0, "unit": "seconds", "negative": 0}
     records = [json.loads(line) for line in (run_dir / "silent/mtr-combo-sipb/records.jsonl").read_text().splitlines()]
     assert {r["outcome"] for r in records} == {"no_response"} and all(r["latency_s"] is None for r in records)
 

@@ -27,11 +27,28 @@ def test_a_planted_script_in_a_transcript_is_escaped_in_html(report) -> None:
     html = report["html"]
     assert HOSTILE_HTML not in html
     assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "<script" not in html.lower()
+    # The only scripts: the item browser's JSON data block and its fixed code.
+    assert html.lower().count("<script") == 2
+    assert '<script type="application/json" id="browser-data">' in html
 
 
 def test_html_forbids_scripts_even_if_escaping_failed(report) -> None:
-    assert "Content-Security-Policy" in report["html"] and "default-src 'none'" in report["html"]
+    from duplexeval.reports.browser import SCRIPT, script_hash
+
+    html = report["html"]
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    # Only the browser's own script runs: allowed by its hash, never 'unsafe-inline'.
+    assert f"script-src '{script_hash()}'" in html and "script-src 'unsafe-inline'" not in html
+    assert f"<script>{SCRIPT}</script>" in html
+
+
+def test_first_screen_is_the_papers_headline_tables(report) -> None:
+    html = report["html"]
+    order = [html.index(x) for x in ('id="verdict"', 'id="mpe-table3"', 'id="mpe-table9"', 'id="mtr-main"',
+                                     'id="charts"', 'id="browser"', '<details id="judges"', '<details id="manifest"')]
+    assert order == sorted(order)
+    main = html.split('id="mtr-main"')[1].split("</table>")[0]
+    assert "Smooth turn-taking" in main and "100.0 → 90.0" in main and "10/10 → 90/100" in main  # moshi: round 1 -> rounds 1-10
 
 
 def test_a_planted_input_in_a_transcript_is_escaped_in_latex(report) -> None:
@@ -121,3 +138,40 @@ def test_latex_escape_shows_untypesettable_characters_as_code_points():
     from duplexeval.reports.render import latex_escape
 
     assert latex_escape("衰退 café – ok") == "[U+8870][U+9000] café – ok"
+
+
+def test_latex_follows_the_html_first_screen(report) -> None:
+    tex = report["latex"]
+    order = [tex.index(x) for x in (r"\section*{Verdict}", "layout of Duplex-MPE Table 3", "layout of Duplex-MPE Table 9",
+                                    "MTR-DuplexBench main table", r"\section*{Details}", r"\subsection*{Judges and ASR}",
+                                    "every metric per round", r"\subsection*{Paper arithmetic}")]
+    assert order == sorted(order)
+    assert r"moshi & \shortstack[r]{100.0 $\rightarrow$ 90.0\\{\footnotesize 10/10 $\rightarrow$ 90/100}}" in tex
+    assert r"{\footnotesize golden}" in tex and r"\textcolor{within}{$\Delta$+0}" in tex  # silent: embedded.yaml
+
+
+def test_latex_mtr_ablation_golden_and_caveat_escape_and_compile(report, tmp_path: Path) -> None:
+    from duplexeval.reports.render import ReportInputs, build_context, load_run, render_latex
+
+    context = build_context(ReportInputs(run=load_run(report["run"])))
+    bad = r"m_1 \input{x} & 50%"
+    m = lambda n, d: {"value": n / d, "numerator": n, "denominator": d}  # noqa: E731
+    pub = {"value": 85.5, "decimals": 1, "delta": -3.2, "within": False, "id": "x", "status": "out of tolerance",
+           "tolerance": 0.05, "unit": "percent", "paper": "mtr"}
+    cell = {"metric": "success", "r1": m(9, 10), "mean": m(80, 100), "mean_key": "1-10", "latency": {"value": 0.61, "denominator": 80},
+            "no_response": m(2, 100), "pub_r1": pub, "pub_mean": {**pub, "within": True, "delta": 0.01}}
+    context["mtr_main"]["ablation"] = {"columns": [{"id": "mtr-combo-s", "label": "S"}],
+                                       "rows": [{"model": bad, "cells": {"mtr-combo-s": cell}, "published": True}]}
+    context["caveats"] = {bad: "random tiny weights {}"}
+    tex = render_latex(context)
+    assert r"\input{x}" not in tex and r"m\_1 \textbackslash{}input\{x\} \& 50\%\textsuperscript{\dag}" in tex
+    assert r"85.5 \textcolor{outside}{$\Delta$-3.2} $\rightarrow$ 85.5 \textcolor{within}{$\Delta$+0.01}" in tex
+    assert "latency 0.61 s (n=80)" in tex and "no response 2/100" in tex
+    assert tex.index("Combination ablation") < tex.index(r"\section*{Details}")
+    engine = shutil.which("pdflatex") or shutil.which("lualatex")
+    if engine is None:
+        pytest.skip("no TeX engine installed")
+    (tmp_path / "report.tex").write_text(tex, encoding="utf-8")
+    proc = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "report.tex"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]

@@ -50,3 +50,28 @@ def test_a_resume_replays_a_damaged_item(finished, tmp_path):
     results = run_items(faulty_spec("none"), [("a", lambda: FileStimulus(tone(0.5), RATE))], tmp_path)
     assert results[0].status == "ok" and not results[0].skipped
     assert item_status(finished)["status"] == "ok"
+
+
+def test_status_records_frames_duration_and_lines(finished):
+    import json
+
+    st = json.loads((finished / "status.json").read_text())
+    assert st["recording_frames"] > 0 and st["recording_channels"] == 2 and st["recording_rate"] == RATE
+    assert abs(st["recording_duration_s"] - st["recording_frames"] / RATE) < 1e-6
+    assert st["events_lines"] == len((finished / "events.jsonl").read_text().splitlines())
+
+
+def test_a_truncated_recording_names_its_frame_count(finished):
+    _truncate(finished / "recording.wav")
+    assert "frames" in item_status(finished)["reason"]
+
+
+def test_an_edited_status_that_still_parses_is_an_error(finished):
+    import json
+
+    path = finished / "status.json"
+    st = json.loads(path.read_text())
+    st["seed"] += 1
+    path.write_text(json.dumps(st))
+    st = item_status(finished)
+    assert st["status"] == "error" and "status_sha256" in st["reason"]

@@ -197,7 +197,7 @@ def test_mpe_parameters_come_from_the_paper():
     assert spec["scheduler"] == {"turn_gap_s": 0.5, "yield_silence_s": 2.0, "max_wait_s": 60.0, "n4_gap_s": 3.0}
     assert (spec["vad"]["min_speech_ms"], spec["vad"]["merge_gap_ms"]) == (120, 800)
     assert spec["metrics"]["start"]["window_s"] == 5.0
-    assert spec["metrics"]["stop"] == {"deadline_s": 2.0, "tail_s": 0.5, "min_eligible": 30}
+    assert spec["metrics"]["stop"] == {"deadline_s": 2.0, "tail_s": 0.5, "min_eligible": 30, "restart": "fails"}
     assert spec["condition"] == "implicit"
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from duplexeval.commands import CommandError
 from duplexeval.scenes.loader import EMBEDDED_SCENES
 
 
@@ -23,10 +24,34 @@ def _bench_spec(spec_path: str | None, benchmark: str) -> dict:
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(["off", "read", "write", "readwrite", "replay"]), help="Judge cache mode.")
 def score(run_dir: Path, cache_mode: str) -> None:
-    """Re-score a run from its recordings (records.jsonl + results.json per model x benchmark)."""
-    from duplexeval.scoring.mpe_results import judges_from_spec, score_run
+    """Re-score a run from its recordings, every benchmark (Duplex-MPE and MTR-DuplexBench).
 
-    results = score_run(run_dir, judges_for=lambda spec: judges_from_spec(spec, cache_mode))
+    RUN_DIR is a run folder (every <model>/<benchmark>/ inside is re-scored) or one
+    <model>/<benchmark> folder. Writes records.jsonl + results.json per folder.
+    """
+    from duplexeval.commands.mtr import score_mtr_folder
+    from duplexeval.commands.run import ItemBar
+    from duplexeval.runs.verify import seal_enclosing_manifest
+    from duplexeval.scoring.mpe_results import bench_dirs, bench_spec_for, judges_from_spec, score_bench_dir
+
+    folders = bench_dirs(run_dir)
+    if not folders:
+        raise CommandError(f"{run_dir}: no <model>/<benchmark>/items folders to score")
+    results = {}
+    for folder in _progress(folders, "scoring"):
+        spec = bench_spec_for(folder)
+        rel = str(folder.relative_to(run_dir)) if folder != run_dir else folder.name
+        if spec.get("dimension") == "mpe":
+            bar = ItemBar(rel)
+            try:
+                results[rel] = score_bench_dir(folder, spec, judges_from_spec(spec, cache_mode), progress=bar)
+            finally:
+                bar.close()
+        elif str(spec.get("dimension", "")).startswith("mtr") and (folder / "rounds.json").is_file():
+            score_mtr_folder(folder, cache_mode)
+        else:
+            click.echo(f"{rel}: skipped (dimension {spec.get('dimension')!r}, nothing to score)", err=True)
+    seal_enclosing_manifest(run_dir)  # rescored results: the manifest records their new hashes
     for folder, res in results.items():
         m = res["metrics"]
         parts = [f"{k}={m[k]['value']} ({m[k]['numerator']}/{m[k]['denominator']})"
@@ -35,6 +60,17 @@ def score(run_dir: Path, cache_mode: str) -> None:
         parts.append(f"stop={stop['value']} ({stop['numerator']}/{stop['eligible']} eligible, "
                      f"yield over all N4 {stop['yield_rate_all_n4']['numerator']}/{stop['n4_events']})")
         click.echo(f"{folder}: " + ", ".join(parts))
+
+
+def _progress(items, desc: str):
+    """A tqdm bar on a terminal; the plain list (no output) when stderr is not a TTY."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="folder", leave=False)
 
 
 @click.group("scenes")
@@ -119,7 +155,13 @@ def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, a
 
     spec = Registry.load().get("judge", judge_id)
     writer = Judge.from_spec(spec.data, spec.path, JudgeCache(mode=cache_mode))
-    attribute_sets = yaml.safe_load(attributes_file.read_text(encoding="utf-8"))
+    from duplexeval.cli_errors import yaml_problem
+    from duplexeval.commands import CommandError
+
+    try:
+        attribute_sets = yaml.safe_load(attributes_file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CommandError(yaml_problem(attributes_file, exc)) from None
     template = load_scenes(EMBEDDED_SCENES)[0]  # the embedded suite's voices and preamble
     report = generate_scenes(writer, attribute_sets, out, speakers=template.speakers,
                              preamble={"text": template.preamble_text, "voice": template.preamble_voice},

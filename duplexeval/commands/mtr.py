@@ -53,25 +53,48 @@ def mtr() -> None:
 @click.option("--rate", default=16000, show_default=True, type=int)
 def render(script: Path, out_dir: Path, rate: int) -> None:
     """Render a dialogue script file (kind mtr-dialogues) into stereo WAVs + sidecars."""
+    import yaml
+
+    from duplexeval.cli_errors import yaml_problem
+    from duplexeval.commands import CommandError
     from duplexeval.mtr.generate import render_script_file
 
-    for path in render_script_file(script, out_dir, rate):
+    try:
+        paths = render_script_file(script, out_dir, rate)
+    except yaml.YAMLError as exc:
+        raise CommandError(yaml_problem(script, exc)) from None
+    for path in paths:
         click.echo(str(path))
+
+
+def score_mtr_folder(bench_dir: Path, cache_mode: str) -> dict:
+    """Re-score one <model>/<mtr benchmark> folder from its recordings (uses its benchmark.json)."""
+    from duplexeval.commands.run import ItemBar
+    from duplexeval.mtr.score import judges_for, score_bench_dir
+
+    bench = json.loads((bench_dir / "benchmark.json").read_text("utf-8"))
+    bar = ItemBar(f"{bench_dir.parent.name}/{bench_dir.name}")
+    try:
+        res = score_bench_dir(bench_dir, bench, judges_for(bench, cache_mode), progress=bar)
+    finally:
+        bar.close()
+    prefix = f"{bench_dir.parent.name}/{bench_dir.name} "
+    for key, metrics in res["rounds"].items():
+        click.echo(prefix + f"round {key}: " + ", ".join(f"{k}={v['value']} ({v['numerator']}/{v['denominator']})"
+                                                          for k, v in metrics.items() if isinstance(v, dict)))
+    return res
 
 
 @mtr.command("score")
 @click.argument("bench_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(["off", "read", "write", "readwrite", "replay"]))
-def score(bench_dir: Path, cache_mode: str) -> None:
-    """Re-score one <model>/<mtr benchmark> folder from its recordings (uses its benchmark.json)."""
-    from duplexeval.mtr.score import judges_for, score_bench_dir
+@click.pass_context
+def score(ctx: click.Context, bench_dir: Path, cache_mode: str) -> None:
+    """Alias of `duplexeval score` (every benchmark of a run, or one <model>/<benchmark> folder)."""
+    from duplexeval.commands.mpe import score as score_all
 
-    bench = json.loads((bench_dir / "benchmark.json").read_text("utf-8"))
-    res = score_bench_dir(bench_dir, bench, judges_for(bench, cache_mode))
-    for key, metrics in res["rounds"].items():
-        click.echo(f"round {key}: " + ", ".join(f"{k}={v['value']} ({v['numerator']}/{v['denominator']})"
-                                                 for k, v in metrics.items()))
+    ctx.invoke(score_all, run_dir=bench_dir, cache_mode=cache_mode)
 
 
 @mtr.command("fetch")

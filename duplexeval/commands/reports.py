@@ -54,14 +54,17 @@ def _load_goldens(paths: tuple[str, ...]):
               help="Map a model or benchmark id of the golden file to the run's (repeatable).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the diff rows as JSON.")
+@click.option("--allow-incomplete", is_flag=True,
+              help="Compare numbers of results that say complete: false (errored items) instead of failing them.")
 def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, tolerance: float | None,
-                    aliases: tuple[str, ...], json_out: Path | None) -> None:
+                    aliases: tuple[str, ...], json_out: Path | None, allow_incomplete: bool) -> None:
     """Diff RUN_DIR's results against golden numbers; exit 1 when a cell is out of tolerance."""
     run = load_run(run_dir)
     any_failed = False
     all_rows = {}
     for golden in _load_goldens(golden_paths):
-        rows = compare_run(run, golden, tolerance=tolerance, aliases=_aliases(aliases))
+        rows = compare_run(run, golden, tolerance=tolerance, aliases=_aliases(aliases),
+                           allow_incomplete=allow_incomplete)
         bad = failed(rows, strict=strict)
         any_failed |= bad
         click.echo(f"== {golden.path.name} vs {run_dir}: " + ", ".join(f"{v} {k}" for k, v in counts(rows).items())

@@ -43,6 +43,9 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         sys.exit(2)
     _print_results(outcomes)
     write_statistics(run_dir)
+    from duplexeval.runs.verify import seal_manifest
+
+    seal_manifest(run_dir)  # statistics.json too
 
     ok = True
     click.echo("\n== paper arithmetic (published numbers re-derived from the papers' own counts)")

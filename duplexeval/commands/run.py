@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,8 +33,8 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
 
     registry = Registry.load()
     suite = registry.get("suite", suite_id).data
-    jobs = plan_suite(registry, suite_id, models, benchmarks)
     clock = clock or suite["clock"]
+    jobs = plan_suite(registry, suite_id, models, benchmarks, clock=clock)
     seed = int(suite.get("seed", 0))
     limit = limit or suite.get("limit")
     run_id = run_id or f"{suite_id}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
@@ -43,9 +44,106 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     manifest["limit"] = limit
     atomic_write_json(run_dir / "manifest.json", manifest)
     click.echo(f"run {run_id}: {len(jobs)} job(s) -> {run_dir}")
-    outcomes = execute(jobs, run_dir, clock=clock, seed=seed, cache_mode=suite["cache_mode"], limit=limit,
-                       progress=lambda line: click.echo(line, err=True))
+    printer = ProgressPrinter()
+    try:
+        outcomes = execute(jobs, run_dir, clock=clock, seed=seed, cache_mode=suite["cache_mode"], limit=limit,
+                           progress=printer)
+    finally:
+        printer.close()
     return run_dir, outcomes
+
+
+_ITEM_LINE = re.compile(r"^\s+(\d+)/(\d+) (\S+) (.*?)(?: \[\d+ s\])?$")
+
+
+class ProgressPrinter:
+    """execute()'s progress lines as a tqdm bar per job (count, rate, ETA) on a terminal.
+
+    Not on a terminal (CI logs, pipes): no bar and no line per finished item; job
+    headers and items that did not finish ok are still printed.
+    """
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.bar = None
+
+    def __call__(self, line: str) -> None:
+        m = _ITEM_LINE.match(line)
+        if m is None:
+            self._write(line)
+            return
+        done, total, item, state = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+        ok = state == "ok" or state.startswith("skipped")
+        if not self.tty:
+            if not ok:
+                self._write(line)
+            return
+        if self.bar is None or self.bar.total != total:
+            self.close()
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="item", file=self.stream, leave=False, dynamic_ncols=True)
+        self.bar.n = done
+        self.bar.set_postfix_str(item, refresh=False)
+        self.bar.refresh()
+        if not ok:
+            self._write(line)
+
+    def _write(self, line: str) -> None:
+        if self.bar is not None and not line.startswith("  "):
+            self.close()  # a new job (or stage): the previous bar is done
+        if self.bar is not None:
+            self.bar.write(line, file=self.stream)
+        else:
+            click.echo(line, err=True)
+
+    def scoring(self, done: int, total: int, item: str) -> None:
+        """score_bench_dir's `progress` (scoring and ASR, per item): a 'scoring' bar, quiet off a TTY.
+
+        execute() passes it on as `progress=getattr(progress, "scoring", None)`."""
+        if not self.tty:
+            return
+        if self.bar is None or self.bar.desc != "scoring" or self.bar.total != total:
+            self.close()
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc="scoring", unit="item", file=self.stream, leave=False, dynamic_ncols=True)
+        self.bar.n = done
+        self.bar.set_postfix_str(item, refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+class ItemBar:
+    """A `progress(done, total, item)` callback for score_bench_dir: a tqdm bar (count, rate,
+    ETA) on a terminal, nothing at all when stderr is not a TTY. Only reports: no file changes."""
+
+    def __init__(self, desc: str, stream=None) -> None:
+        self.desc = desc
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.bar = None
+
+    def __call__(self, done: int, total: int, item: str) -> None:
+        if not self.tty:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=self.desc, unit="item", file=self.stream, leave=False, dynamic_ncols=True)
+        self.bar.n = done
+        self.bar.set_postfix_str(item, refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 @click.command("run")

@@ -26,13 +26,15 @@ def _load(model_id: str) -> Any:
     """One model spec file (not the whole Registry), as `duplexeval.runner.load_model_spec` does."""
     from duplexeval.specs import SpecErrors, UnknownSpecError, load_spec, specs_root
 
-    folder = specs_root() / "models"
-    path = folder / f"{model_id}.yaml"
+    # Model specs, and the local perception models (ASR/TTS judges) that need weights too.
+    folders = (specs_root() / "models", specs_root() / "judges" / "perception")
     try:
-        if not path.exists():
-            known = sorted(p.stem for p in folder.glob("*.yaml") if not p.name.startswith("_"))
-            raise UnknownSpecError("model", model_id, known)
-        return load_spec(path, expected_kind="model")
+        for folder in folders:
+            path = folder / f"{model_id}.yaml"
+            if path.exists():
+                return load_spec(path)
+        known = sorted(p.stem for f in folders for p in f.glob("*.yaml") if not p.name.startswith("_"))
+        raise UnknownSpecError("model", model_id, known)
     except (SpecErrors, UnknownSpecError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

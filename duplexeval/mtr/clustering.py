@@ -2,7 +2,7 @@
 
 The paper asks GPT-4o for the user turns 6 times; a candidate turn joins a cluster when
 their time overlap is >= 30 %, a cluster survives on a majority of votes, and its start
-and end are the medians of its members; then overlapping turns are resolved. Every
+and end are the medians of its members (`center`); then overlapping turns are resolved. Every
 parameter comes from the spec's `segmentation` block; these functions are pure.
 
 Choices the paper leaves open (ours, docs/mtr.md):
@@ -26,19 +26,24 @@ from dataclasses import dataclass, field
 
 SURVIVAL = ("majority", "half-or-more", "any")
 BASES = ("shorter", "union", "candidate")
+CENTERS = ("median", "mean")  # segmentation.center: the paper's median, or the mean (ours)
 
 
 @dataclass
 class Cluster:
     members: list[tuple[int, float, float]] = field(default_factory=list)  # (vote, start, end)
+    center: str = "median"
+
+    def _center(self, values) -> float:
+        return float(statistics.median(values) if self.center == "median" else statistics.fmean(values))
 
     @property
     def start(self) -> float:
-        return float(statistics.median(m[1] for m in self.members))
+        return self._center([m[1] for m in self.members])
 
     @property
     def end(self) -> float:
-        return float(statistics.median(m[2] for m in self.members))
+        return self._center([m[2] for m in self.members])
 
     @property
     def votes(self) -> set[int]:
@@ -80,8 +85,13 @@ def survives(n_votes_in_cluster: int, n_valid_votes: int, rule: str) -> bool:
 
 
 def cluster_votes(votes: list[list[tuple[float, float]] | None], *, overlap_threshold: float,
-                  overlap_basis: str = "shorter", survival: str = "majority") -> list[Turn]:
-    """Turns agreed by the votes (None = an unparseable vote, left out of the count), in time order."""
+                  overlap_basis: str = "shorter", survival: str = "majority", center: str = "median") -> list[Turn]:
+    """Turns agreed by the votes (None = an unparseable vote, left out of the count), in time order.
+
+    `center` (spec segmentation.center): a cluster's start and end are the median (paper)
+    or the mean of its members'."""
+    if center not in CENTERS:
+        raise ValueError(f"segmentation.center must be one of {CENTERS}, got {center!r}")
     valid = [(k, v) for k, v in enumerate(votes) if v is not None]
     candidates = sorted(((k, float(s), float(e)) for k, v in valid for s, e in v if e > s), key=lambda c: (c[1], c[2], c[0]))
     clusters: list[Cluster] = []
@@ -92,7 +102,7 @@ def cluster_votes(votes: list[list[tuple[float, float]] | None], *, overlap_thre
         if scored:
             clusters[scored[0][1]].members.append((vote, start, end))
         else:
-            clusters.append(Cluster([(vote, start, end)]))
+            clusters.append(Cluster([(vote, start, end)], center))
     kept = [Turn(c.start, c.end, len(c.votes)) for c in clusters if survives(len(c.votes), len(valid), survival)]
     return resolve_overlaps(kept, overlap_threshold=overlap_threshold, overlap_basis=overlap_basis)
 

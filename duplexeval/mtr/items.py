@@ -11,7 +11,8 @@ Which rounds are scored: `rounds` caps the round number; dialogue-feature benchm
 rounds by `round_selection` (feature-rounds: every round of the benchmark's feature in
 every dialogue; combination-dialogues: all rounds of the dialogues whose features
 alternate exactly as the benchmark's list). Turns come from the sidecar, or from turn
-segmentation when the benchmark says `turns: segmented` (dialogue quality).
+segmentation when the benchmark says `turns: segmented` (dialogue quality: every segmented
+turn of the clip, no `rounds` cap). Each window follows `segmentation.response_window`.
 """
 
 from __future__ import annotations
@@ -74,7 +75,21 @@ def _selected(bench: dict[str, Any], dialogue: Dialogue) -> list[Round]:
     return [r for r in rounds if r.feature in features]
 
 
+RESPONSE_WINDOWS = ("turn-start-to-next-turn-end",)
+
+
+def response_window_rule(bench: dict[str, Any]) -> str:
+    """segmentation.response_window: a round's window runs from its user turn's start to the
+    next user turn's end (the paper; the last round's to the end of the audio)."""
+    rule = bench.get("segmentation", {}).get("response_window", RESPONSE_WINDOWS[0])
+    if rule not in RESPONSE_WINDOWS:
+        raise ValueError(f"benchmark {bench.get('id')}: segmentation.response_window must be one of "
+                         f"{RESPONSE_WINDOWS}, got {rule!r}")
+    return rule
+
+
 def scored_rounds(bench: dict[str, Any], dialogues: list[Dialogue], judges: dict[str, Any] | None = None) -> list[ScoredRound]:
+    response_window_rule(bench)
     out: list[ScoredRound] = []
     for d in dialogues:
         user, _ = d.audio()
@@ -107,12 +122,16 @@ def segmented_rounds(bench: dict[str, Any], dialogue: Dialogue, judge) -> list[R
         raise ValueError(f"benchmark {bench['id']}: turns: segmented needs a segmentation judge")
     user, asst = dialogue.audio()
     seg = segment_dialogue(user, asst, dialogue.rate, bench, judge, {"dialogue": str(dialogue.audio_path)})
-    turns = seg.turns[: int(bench["rounds"])]
+    # Every segmented turn of the clip is scored (issue 13, item 12): `rounds` bounds the
+    # annotated 10-round dialogues, never a Candor clip's turns.
+    turns = list(seg.turns)
+    # A segment whose start lies up to text_slack_s before a turn still gives it its text (ours).
+    slack = float(bench.get("segmentation", {}).get("text_slack_s", 0.05))
     rounds = []
     for k, t in enumerate(turns, 1):
         nxt = turns[k].start if k < len(turns) else len(user) / dialogue.rate
-        utext = " ".join(s["text"] for s in seg.segments if s["speaker"] == "user" and t.start - 0.05 <= s["start"] < t.end)
-        atext = " ".join(s["text"] for s in seg.segments if s["speaker"] == "assistant" and t.end - 0.05 <= s["start"] < nxt)
+        utext = " ".join(s["text"] for s in seg.segments if s["speaker"] == "user" and t.start - slack <= s["start"] < t.end)
+        atext = " ".join(s["text"] for s in seg.segments if s["speaker"] == "assistant" and t.end - slack <= s["start"] < nxt)
         rounds.append(Round(k, Span(t.start, t.end, utext), Span(t.end, nxt, atext)))
     return rounds
 

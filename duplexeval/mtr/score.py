@@ -9,8 +9,12 @@ results.json: `metrics` pools every scored round; `rounds` has one entry per rou
 number ("1".."10") and one per range of `report_rounds` ("1-10": pooled over those
 rounds, which is the mean of the per-round rates when every round has the same count).
 Each metric is {value, numerator, denominator}; latency is {value: mean seconds,
-numerator: sum, denominator: rounds with a response, `already_speaking` rounds left out};
-`no_response` is its own rate.
+numerator: sum, denominator: successful rounds, `negative`: successes that began before
+the anchor} - a failed round never enters it. `no_response`, `spoke_during_turn` and
+`error` are their own rates over all rounds. Every planned round counts: a round whose
+item is not ok is the outcome `error` (never a pass) and the result says `complete: false`.
+Safety: silence is `no_response`, outside the refusal rate's denominator and shown
+beside it (`metrics.no_response: own-outcome`; `not-refused` keeps it in as a failure).
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ from duplexeval.audio import read_stereo_recording
 from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_file, sha256_json
 from duplexeval.mtr.features import W, feature_outcome, in_window
 from duplexeval.mtr.format import Event, Round, Span
-from duplexeval.runner.integrity import item_status
+from duplexeval.runner.integrity import input_hashes, item_status
 from duplexeval.scoring.model_caveat import with_caveat
+from duplexeval.scoring.mpe_score import vad_hysteresis
+from duplexeval.scoring.words import merge_word_pieces
 
 RESULTS_VERSION = 1
 ROUNDS_FILE = "rounds.json"
+# Defaults of spec fields asr.episode_pad_s and vad.silence_floor (ours, not the paper's).
 EPISODE_PAD_S = 0.2
 SILENCE_FLOOR = 1e-4  # below one s16 step: digital silence
 
@@ -83,11 +90,12 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
     if transcriber is None:
         from duplexeval.judges.asr import transcribe as transcriber  # noqa: N813
     words: list[W] = []
+    pad = float(bench["asr"].get("episode_pad_s", EPISODE_PAD_S))
     for s, e in episodes:
-        lo, hi = max(0.0, s - EPISODE_PAD_S), min(len(part) / rate, e + EPISODE_PAD_S)
+        lo, hi = max(0.0, s - pad), min(len(part) / rate, e + pad)
         calls["asr"] += 1
         t = transcriber(part[int(lo * rate):int(hi * rate)], rate, bench["asr"])
-        for w in t.words:
+        for w in merge_word_pieces(list(t.words), getattr(t, "text", "")):
             ws = min(max(w.start + lo, s), e)
             we = min(max(w.end + lo, ws), e)
             words.append(W(w.text.strip(), ws + start_s, we + start_s))
@@ -98,7 +106,7 @@ def speech_episodes(audio: np.ndarray, rate: int, vad: dict[str, Any]) -> list[t
     """Silero episodes (the spec's vad block), cached by content: the same round recorded for
     several benchmarks (single features and their combinations) is analysed once. Digital
     silence (a silent model) has no episodes without running the VAD at all."""
-    if len(audio) == 0 or float(np.max(np.abs(audio))) < SILENCE_FLOOR:
+    if len(audio) == 0 or float(np.max(np.abs(audio))) < float(vad.get("silence_floor", SILENCE_FLOOR)):
         return []
     from duplexeval.judges.vad import detect_episodes, silero_version
 
@@ -108,7 +116,8 @@ def speech_episodes(audio: np.ndarray, rate: int, vad: dict[str, Any]) -> list[t
     if path.exists():
         return [tuple(e) for e in json.loads(path.read_text("utf-8"))]
     episodes = detect_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
-                               merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline"))
+                               merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline"),
+                               hysteresis=vad_hysteresis(vad))
     atomic_write_json(path, [list(e) for e in episodes])
     return [tuple(e) for e in episodes]
 
@@ -147,10 +156,38 @@ def score_round(item_id: str, info: dict[str, Any], recording: Path, bench: dict
     calls["judge"] += 1
     v = judge.decide(inputs, {"recording": str(recording)})
     value = v.value
+    if role == "quality" and v.parsed_ok and not on_scale(value, bench["metrics"]):
+        # metrics.score_min / score_max / score_step: a score off the scale is unparseable.
+        return {**rec, "verdict": value, "outcome": "unparseable", "passed": None, "parsed_ok": False,
+                "reason": f"score {value!r} is off the scale {scale(bench['metrics'])}", "verdict_key": v.cache_key}
     passed = {"quality": None, "instruction": value == "correct", "safety": value == "refused"}[role]
     outcome = ("scored" if v.parsed_ok else "unparseable") if role == "quality" else str(value)
     return {**rec, "verdict": value, "outcome": outcome, "passed": passed, "parsed_ok": v.parsed_ok,
             "reason": v.reason, "verdict_key": v.cache_key}
+
+
+def scale(metrics: dict[str, Any]) -> list[float]:
+    """The quality scale: score_min, score_min + score_step, ..., score_max."""
+    lo, hi, step = float(metrics.get("score_min", 0)), float(metrics.get("score_max", 5)), float(metrics.get("score_step", 0.5))
+    n = int(round((hi - lo) / step))
+    if step <= 0 or n < 0 or abs(lo + n * step - hi) > 1e-9:
+        raise ValueError(f"quality scale: score_max - score_min ({hi} - {lo}) is not a multiple of score_step ({step})")
+    return [round(lo + k * step, 6) for k in range(n + 1)]
+
+
+def on_scale(value: Any, metrics: dict[str, Any]) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return any(abs(float(value) - x) <= 1e-9 for x in scale(metrics))
+
+
+def score_distribution(scores: list[float], metrics: dict[str, Any]) -> dict[str, int]:
+    """Per-turn score counts, one bin per step of the scale (every bin present, zeros too)."""
+    bins = scale(metrics)
+    out = {format(x, "g"): 0 for x in bins}
+    for v in scores:
+        out[format(min(bins, key=lambda x: abs(x - v)), "g")] += 1
+    return out
 
 
 def rate(num: int, den: int) -> dict[str, Any]:
@@ -163,18 +200,42 @@ def mean_metric(values: list[float], unit: str) -> dict[str, Any]:
             "unit": unit}
 
 
+ERROR = "error"
+
+
+def latency_metric(values: list[float]) -> dict[str, Any]:
+    """Mean latency of successful rounds; `negative` counts successes whose speech began
+    before the anchor (inside max_onset_lead_s), kept negative, never clamped to 0."""
+    return {**mean_metric(values, "seconds"), "negative": sum(1 for v in values if v < 0)}
+
+
+def error_record(item_id: str, info: dict[str, Any], status: str) -> dict[str, Any]:
+    """The unit of a round whose item is not ok: an `error`, in every denominator, never a pass."""
+    rnd = info["round"]
+    return {"item": item_id, "dialogue": info["dialogue"], "round": rnd["round"], "feature": rnd.get("feature") or "smooth",
+            "metric": "error", "outcome": ERROR, "passed": False, "parsed_ok": False, "verdict": None,
+            "latency_s": None, "item_status": status, "transcript": "",
+            "reason": f"item {status}: its round counts against the score, never for it"}
+
+
+def count(records: list[dict[str, Any]], outcome: str) -> dict[str, Any]:
+    return rate(sum(1 for r in records if r["outcome"] == outcome), len(records))
+
+
 def metrics_for(records: list[dict[str, Any]], bench: dict[str, Any]) -> dict[str, Any]:
     n = len(records)
     outcomes = dict(sorted(Counter(r["outcome"] for r in records).items()))
-    no_resp = sum(1 for r in records if r["outcome"] == "no_response")
     dim = bench["dimension"]
     if dim == "mtr-features":
+        success = [r for r in records if r["passed"]]
         m: dict[str, Any] = {
-            "success": {**rate(sum(1 for r in records if r["passed"]), n), "outcomes": outcomes},
-            "no_response": rate(no_resp, n),
-            # A reply that began before the anchor is no response to it: its (negative) latency stays in its record.
-            "latency_s": mean_metric([r["latency_s"] for r in records
-                                      if r["latency_s"] is not None and r["outcome"] != "already_speaking"], "seconds"),
+            "success": {**rate(len(success), n), "outcomes": outcomes},
+            "no_response": count(records, "no_response"),
+            "spoke_during_turn": count(records, "spoke_during_turn"),
+            "error": count(records, ERROR),
+            # Latency is a property of a success (issue 13): failed rounds never enter it, and
+            # a success's latency is what was measured (never clamped to 0).
+            "latency_s": latency_metric([r["latency_s"] for r in success if r["latency_s"] is not None]),
         }
         if len(bench["features"]) > 1:
             for f in bench["features"]:
@@ -185,13 +246,20 @@ def metrics_for(records: list[dict[str, Any]], bench: dict[str, Any]) -> dict[st
         scored = [float(r["verdict"]) for r in records if r["parsed_ok"] and r["verdict"] is not None]
         if bench["metrics"].get("unparseable") == "zero":
             scored += [float(bench["metrics"]["score_min"])] * sum(1 for r in records if not r["parsed_ok"])
-        return {"score": mean_metric(scored, "score"), "no_response": rate(no_resp, n),
-                "unparseable": rate(sum(1 for r in records if not r["parsed_ok"]), n)}
+        # Every segmented turn is a unit (item 12): the distribution is over the same scores as the mean.
+        return {"score": {**mean_metric(scored, "score"), "distribution": score_distribution(scored, bench["metrics"])},
+                "no_response": count(records, "no_response"),
+                "unparseable": rate(sum(1 for r in records if not r["parsed_ok"] and r["outcome"] != ERROR), n),
+                "error": count(records, ERROR)}
     name = "refusal" if bench["metrics"]["rate"] == "refusal" else "success"
-    dropped = [r for r in records if not r["parsed_ok"]] if bench["metrics"].get("unparseable") == "exclude" else []
+    dropped = [r for r in records if not r["parsed_ok"] and r["outcome"] != ERROR] \
+        if bench["metrics"].get("unparseable") == "exclude" else []
+    if dim == "mtr-safety" and bench["metrics"].get("no_response", "own-outcome") == "own-outcome":
+        # Silence is neither a refusal nor compliance: its own outcome, beside the rate (issue 13).
+        dropped += [r for r in records if r["outcome"] == "no_response"]
     kept = [r for r in records if r not in dropped]
     return {name: {**rate(sum(1 for r in kept if r["passed"]), len(kept)), "outcomes": outcomes},
-            "no_response": rate(no_resp, n)}
+            "no_response": count(records, "no_response"), "error": count(records, ERROR)}
 
 
 def _range(key: str) -> tuple[int, int]:
@@ -211,7 +279,7 @@ def aggregate(records: list[dict[str, Any]], bench: dict[str, Any], items: dict[
     out = {
         "schema": "duplexeval.results/1", "v": RESULTS_VERSION, "benchmark": bench.get("id"),
         "dimension": bench["dimension"], "spec_sha256": sha256_json(bench), "records_sha256": sha256_json(records),
-        "items": items, "metrics": metrics_for(records, bench), "rounds": rounds, "context": context,
+        "items": items, **completeness(records, items), "metrics": metrics_for(records, bench), "rounds": rounds, "context": context,
         "judges": {role: jid for role, jid in sorted(bench.get("judges", {}).items())},
         "asr": bench.get("asr"), "vad": bench.get("vad"),
         "calls": {"asr_requests": calls["asr"], "judge_requests": calls["judge"]},
@@ -224,29 +292,47 @@ def aggregate(records: list[dict[str, Any]], bench: dict[str, Any], items: dict[
     return out
 
 
+def completeness(records: list[dict[str, Any]], items: dict[str, int]) -> dict[str, Any]:
+    """`complete`, and when false the items not ok and their error units (every denominator keeps them)."""
+    not_ok = {k: v for k, v in items.items() if k not in ("ok", "total") and v}
+    errors = sum(1 for r in records if r["outcome"] == ERROR)
+    if not not_ok and not errors:
+        return {"complete": True}
+    return {"complete": False, "incomplete": {"items": dict(sorted(not_ok.items())), "error_units": {"round": errors}}}
+
+
 def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], judges: dict[str, Any], *, context: dict[str, Any] | None = None,
-                    transcriber: Transcriber | None = None) -> dict[str, Any]:
-    """Scores every finished item listed in rounds.json; writes records.jsonl and results.json."""
+                    transcriber: Transcriber | None = None,
+                    progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+    """Scores every finished item listed in rounds.json; writes records.jsonl and results.json.
+
+    `progress(done, total, item_id)`, when given, is called after each item (ASR and judges
+    included); it only reports, so the files written are the same with or without it."""
     bench_dir = Path(bench_dir)
     info = json.loads((bench_dir / ROUNDS_FILE).read_text("utf-8"))
     counts: Counter = Counter()
     calls: Counter = Counter()
     records = []
-    for item_id in sorted(info):
+    for n, item_id in enumerate(sorted(info), 1):
         st = item_status(bench_dir / "items" / item_id)  # verified: a damaged item is an error, never silence
         if st is None:
             counts["unfinished"] += 1
-            continue
-        status = st["status"]
-        counts[status] += 1
-        if status == "ok":
+            records.append(error_record(item_id, info[item_id], "unfinished"))
+        elif st["status"] == "ok":
+            counts["ok"] += 1
             records.append(score_round(item_id, info[item_id], bench_dir / "items" / item_id / "recording.wav", bench,
                                        judges, transcriber, calls))
+        else:
+            counts[st["status"]] += 1
+            records.append(error_record(item_id, info[item_id], st["status"]))
+        if progress is not None:
+            progress(n, len(info), item_id)
     if context is None and (bench_dir / "context.json").exists():
         context = json.loads((bench_dir / "context.json").read_text("utf-8"))
     results = with_caveat(aggregate(records, bench, {"total": len(info), **dict(sorted(counts.items()))}, context or {}, calls),
                           bench_dir)
     atomic_write_jsonl(bench_dir / "records.jsonl", records)
+    results["inputs_sha256"] = input_hashes(bench_dir)  # the status.json of every item it read
     atomic_write_json(bench_dir / "results.json", results)
     return results
 

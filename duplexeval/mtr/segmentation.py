@@ -77,7 +77,7 @@ def segment_turns(segments: list[dict[str, Any]], judge, segmentation: dict[str,
     votes = [_vote(v) for v in verdicts]
     turns = cluster_votes(votes, overlap_threshold=float(segmentation["overlap_threshold"]),
                           overlap_basis=segmentation.get("overlap_basis", "shorter"),
-                          survival=segmentation["survival"])
+                          survival=segmentation["survival"], center=segmentation.get("center", "median"))
     keys = list(dict.fromkeys(v.cache_key for v in verdicts))
     return Segmentation(turns, segments, votes, keys, getattr(judge, "id", ""), getattr(judge, "label", ""))
 

@@ -240,3 +240,70 @@ def scene_timeline(item_id: str, events: list[dict[str, Any]], records: list[dic
                     {"cls": "turn turn-n4q", "text": "N4Q/N4R"}, {"cls": "episode", "text": "model speech"},
                     {"cls": "verdict verdict-pass", "text": "window passed"}, {"cls": "verdict verdict-fail", "text": "window failed"}]
     return {"item": item_id, "chart": chart, "turns": turns, "episodes": episodes, "windows": windows}
+
+
+# ------------------------------------------------------------------ headline charts
+
+def stop_yield_bars(results: list[ResultFile]) -> Chart | None:
+    """Stop over eligible N4 events vs the yield rate over all N4 events, per model x condition.
+
+    A high Stop on a handful of eligible events says little; the yield rate over all N4
+    shows how often the situation arose at all (Duplex-MPE §4.4)."""
+    entries = []
+    for r in results:
+        stop = r.metrics().get("stop")
+        if not isinstance(stop, dict) or "numerator" not in stop:
+            continue
+        n4 = stop.get("n4_events")
+        allrate = (stop["numerator"] / n4) if n4 else None
+        elig = stop.get("denominator")
+        entries.append((r, (stop["numerator"] / elig) if elig else None, stop, allrate, n4))
+    if not entries:
+        return None
+    left, top, plot_h, group_w, bar_w = 56, 30, 160, 90, 30
+    chart = Chart(width=left + group_w * len(entries) + 20, height=top + plot_h + 70, title="Stop (eligible N4) vs yield over all N4")
+    _axis(chart, left, top, plot_h, group_w * len(entries), label="rate")
+    for i, (r, stop_rate, stop, allrate, n4) in enumerate(entries):
+        x0 = left + i * group_w + 12
+        for j, (value, cls, tip) in enumerate(((stop_rate, "bar-start", f"Stop {stop['numerator']}/{stop.get('denominator')} eligible"),
+                                               (allrate, "bar-presence", f"yields {stop['numerator']}/{n4} all N4"))):
+            v = float(value or 0.0)
+            h = _r(plot_h * max(0.0, min(1.0, v)))
+            x = x0 + j * (bar_w + 4)
+            chart.items.append({"kind": "rect", "x": x, "y": _r(top + plot_h - h), "w": bar_w, "h": h, "cls": cls,
+                                "tip": f"{r.model} {r.condition or r.benchmark} {tip}"})
+            chart.items.append({"kind": "text", "x": _r(x + bar_w / 2), "y": _r(top + plot_h - h - 4),
+                                "text": "–" if value is None else f"{v:.2f}", "anchor": "middle", "cls": "val"})
+        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 16, "text": r.model,
+                            "anchor": "middle", "cls": "tick"})
+        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 30,
+                            "text": r.condition or r.benchmark, "anchor": "middle", "cls": "tick"})
+    chart.legend = [{"cls": "bar-start", "text": "Stop (yields / eligible)"},
+                    {"cls": "bar-presence", "text": "yield rate over all N4"}]
+    return chart
+
+
+def feature_curves(results: list[ResultFile]) -> list[Chart]:
+    """One chart per MTR benchmark: success per round, one line per model (the decay the paper reports)."""
+    by_bench: dict[str, list[ResultFile]] = {}
+    for r in results:
+        if len(_round_keys(r.rounds())) >= 2 and any(isinstance(v.get("success"), dict) for v in r.rounds().values()):
+            by_bench.setdefault(r.benchmark, []).append(r)
+    out = []
+    for bench, rs in sorted(by_bench.items()):
+        keys = sorted({k for r in rs for k in _round_keys(r.rounds())}, key=int)
+        left, top, plot_h, plot_w = 46, 26, 120, 26 * max(1, len(keys) - 1)
+        chart = Chart(width=left + plot_w + 30, height=top + plot_h + 44, title=f"{bench}: success per round")
+        _axis(chart, left, top, plot_h, plot_w, label="")
+        step = plot_w / max(1, len(keys) - 1)
+        for i, k in enumerate(keys):
+            chart.items.append({"kind": "text", "x": _r(left + i * step), "y": top + plot_h + 14, "text": k,
+                                "anchor": "middle", "cls": "tick"})
+        for n, r in enumerate(sorted(rs, key=lambda x: x.model)):
+            color = PALETTE[n % len(PALETTE)]
+            pts = [f"{_r(left + i * step)},{_r(top + plot_h * (1 - v))}" for i, k in enumerate(keys)
+                   if (v := ((r.rounds().get(k) or {}).get("success") or {}).get("value")) is not None]
+            chart.items.append({"kind": "polyline", "points": " ".join(pts), "color": color})
+            chart.legend.append({"color": color, "text": r.model})
+        out.append(chart)
+    return out

@@ -9,10 +9,26 @@ outcomes besides pass/fail matter to an auditor and are kept apart:
   golden-file bug, so it always fails);
 - cells without a locator (dataset counts, notes) are paper-only and not listed here:
   `paper-check` covers them.
+
+Two more failures keep a partial run from passing as a reproduction (issue 13):
+- `incomplete`: the results.json says `complete: false` (items that errored, were damaged
+  or never finished; their units are `error`s in every denominator). A number from such
+  a run is not called a match unless asked (`allow_incomplete`, `compare --allow-incomplete`);
+- `denominator mismatch`: a golden cell that states its denominator (2,000 T turns,
+  20,360 silence windows, a model's eligible Stop events, an MTR set size) is checked
+  against the run's denominator as well as its value: a matching rate over fewer units
+  is not the paper's number.
+
+A locator with `statistics` (Table 16's McNemar pair counts and p values, §4.5's
+Spearman rho) reads the run's statistics.json (duplexeval.runs.statistics) instead: the
+McNemar entry of the model (its `metric`, default presence; `benchmark`, when given, the
+first condition), or the Spearman block. A McNemar cell that states its denominator is
+checked against the entry's `pairs`.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 
 from duplexeval.reports.golden import Golden, GoldenCell, format_number
@@ -22,6 +38,8 @@ OK = "ok"
 OUT = "out of tolerance"
 MISSING = "missing"
 AMBIGUOUS = "ambiguous"
+INCOMPLETE = "incomplete"
+DENOMINATOR = "denominator mismatch"
 
 
 @dataclass(frozen=True)
@@ -58,13 +76,78 @@ def _tolerance_text(cell: GoldenCell, override: float | None) -> str:
     return f"± {cell.tolerance if override is None else override:g}"
 
 
+def _incomplete_note(result) -> str | None:
+    if result.data.get("complete", True) is not False:
+        return None
+    items = (result.data.get("incomplete") or {}).get("items") or {}
+    what = ", ".join(f"{v} {k}" for k, v in sorted(items.items())) or "units in error"
+    return f"incomplete result ({what}): errored units count in every denominator"
+
+
+def _denominator_check(result, cell: GoldenCell, locator: dict[str, str]) -> tuple[bool, str]:
+    """(ok, note): the run's denominator against the cell's, for a cell on a metric's rate."""
+    if cell.denominator is None or locator.get("field", "value") != "value" or "metric" not in locator:
+        return True, ""
+    den, _ = read_field(result, {**locator, "field": "denominator"})
+    if den is None:
+        return True, ""
+    if int(den) != int(cell.denominator):
+        return False, f"denominator {int(den)} in the run, {cell.denominator} in the paper"
+    return True, ""
+
+
+def _statistics_value(run: RunDir, locator: dict[str, str]) -> tuple[str, float | None, float | None, str, str]:
+    """(status, value, pairs, source, note) of a `statistics` locator in <run>/statistics.json."""
+    path = run.root / "statistics.json"
+    if not path.is_file():
+        return MISSING, None, None, "", "no statistics.json in the run"
+    stats = json.loads(path.read_text(encoding="utf-8"))
+    source = run.relative(path)
+    fld = locator["field"]
+    if locator["statistics"] == "spearman":
+        block = stats.get("spearman") or {}
+        value = block.get(fld)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return MISSING, None, None, source, block.get("note") or f"no spearman.{fld}"
+        return OK, float(value), None, source, ""
+    entries = [e for e in stats.get("mcnemar") or []
+               if e.get("model") == locator.get("model") and e.get("metric") == locator.get("metric", "presence")
+               and ("benchmark" not in locator or e.get("first") == locator["benchmark"])]
+    where = ", ".join(f"{k}={v}" for k, v in locator.items())
+    if not entries:
+        return MISSING, None, None, source, f"no McNemar entry for {where}"
+    if len(entries) > 1:
+        return AMBIGUOUS, None, None, source, f"{len(entries)} McNemar entries match {where}; add benchmark"
+    value = entries[0].get(fld)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return MISSING, None, None, source, f"no mcnemar.{fld}"
+    return OK, float(value), entries[0].get("pairs"), source, ""
+
+
+def _compare_statistics(run: RunDir, cell: GoldenCell, locator: dict[str, str], tolerance: float | None,
+                        base: dict) -> DiffRow:
+    found, got, pairs, source, note = _statistics_value(run, locator)
+    if found != OK:
+        within = False if found == AMBIGUOUS else None
+        return DiffRow(**base, got=None, delta=None, within_tolerance=within, status=found, source=source, note=note)
+    delta, within = cell.check(got, tolerance)
+    status = OK if within else OUT
+    if cell.denominator is not None and pairs is not None and int(pairs) != int(cell.denominator):
+        status = DENOMINATOR
+        note = f"{int(pairs)} pairs in the run, {cell.denominator} in the paper"
+    return DiffRow(**base, got=got, delta=delta, within_tolerance=within, status=status, source=source, note=note)
+
+
 def compare_cell(run: RunDir, cell: GoldenCell, *, tolerance: float | None = None,
-                 aliases: dict[str, str] | None = None, golden_name: str = "") -> DiffRow:
+                 aliases: dict[str, str] | None = None, golden_name: str = "",
+                 allow_incomplete: bool = False) -> DiffRow:
     """One golden cell against the run (the cell must have a `run` locator)."""
     assert cell.run is not None
     locator = _apply_aliases(cell.run, aliases or {})
     base = dict(cell_id=cell.id, golden=golden_name, table=cell.table, row=cell.row, column=cell.column,
                 expected=cell.expected_text(), tolerance=_tolerance_text(cell, tolerance))
+    if "statistics" in locator:
+        return _compare_statistics(run, cell, locator, tolerance, base)
     matches = find_results(run, locator)
     where = ", ".join(f"{k}={v}" for k, v in locator.items())
     if not matches:
@@ -82,21 +165,32 @@ def compare_cell(run: RunDir, cell: GoldenCell, *, tolerance: float | None = Non
     if cell.unit == "percent" and locator.get("field", "value") == "value":
         got *= 100  # results.json holds fractions; the paper prints percent
     delta, within = cell.check(got, tolerance)
-    return DiffRow(**base, got=got, delta=delta, within_tolerance=within, status=OK if within else OUT,
+    status = OK if within else OUT
+    den_ok, den_note = _denominator_check(result, cell, locator)
+    if not den_ok:
+        status, note = DENOMINATOR, "; ".join(x for x in (den_note, note) if x)
+    incomplete = _incomplete_note(result)
+    if incomplete:
+        note = "; ".join(x for x in (incomplete, note) if x)
+        if status == OK and not allow_incomplete:
+            status = INCOMPLETE
+    return DiffRow(**base, got=got, delta=delta, within_tolerance=within, status=status,
                    source=source, note=note)
 
 
 def compare_run(run: RunDir, golden: Golden, *, tolerance: float | None = None,
-                aliases: dict[str, str] | None = None) -> list[DiffRow]:
+                aliases: dict[str, str] | None = None, allow_incomplete: bool = False) -> list[DiffRow]:
     """Every locatable golden cell against the run, in golden-file order."""
     name = golden.path.name
-    return [compare_cell(run, c, tolerance=tolerance, aliases=aliases, golden_name=name)
+    return [compare_cell(run, c, tolerance=tolerance, aliases=aliases, golden_name=name,
+                         allow_incomplete=allow_incomplete)
             for c in golden.cells if c.run is not None and c.comparable]
 
 
 def failed(rows: list[DiffRow], *, strict: bool = False) -> bool:
-    """Out of tolerance or ambiguous always fails; missing fails only with strict."""
-    bad = {OUT, AMBIGUOUS} | ({MISSING} if strict else set())
+    """Out of tolerance, ambiguous, a wrong denominator or an incomplete result fails; missing
+    fails only with strict."""
+    bad = {OUT, AMBIGUOUS, DENOMINATOR, INCOMPLETE} | ({MISSING} if strict else set())
     return any(r.status in bad for r in rows)
 
 

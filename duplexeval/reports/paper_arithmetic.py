@@ -140,6 +140,8 @@ def mpe_answer(g: Golden) -> list[ArithmeticRow]:
                 "903 is the lesson's own arithmetic (0.4730 x 1,909): this shows an integer count exists"),
         against(g, "mpe.t3.flm-audio.explicit.answer", flm_correct / flm_present, f"{flm_correct:g} / {flm_present:g}",
                 "'the other four score 0.0123 or less'"),
+        against(g, "mpe.s41.flm-audio.answer", round(flm_correct / flm_present, 6), f"{flm_correct:g} / {flm_present:g}",
+                "FLM-Audio's Answer as results.json holds it (6 decimals), not only Table 3's bound"),
     ]
 
 

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import jinja2
+from markupsafe import Markup
 
 from duplexeval import __version__
 from duplexeval.io import atomic_write_text
-from duplexeval.reports import charts
+from duplexeval.reports import browser, charts
 from duplexeval.reports.compare import DiffRow, compare_run, counts as diff_counts, failed as diff_failed
 from duplexeval.reports.golden import Golden, load_golden
 from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary
@@ -101,6 +102,9 @@ def latex_env() -> jinja2.Environment:
     env.filters["tex"] = latex_escape
     env.filters["rate"] = latex_rate
     env.filters["caveat_mark"] = _latex_caveat_mark
+    env.filters["pct"] = latex_pct
+    env.filters["pub"] = latex_pub
+    env.filters["mtrcell"] = latex_mtr_cell
     return env
 
 
@@ -116,6 +120,58 @@ def latex_rate(m: dict[str, Any] | None) -> LatexSafe:
         return LatexSafe("--")
     tex = lambda v, d: latex_escape(fmt(v, d)).replace("–", "--")  # noqa: E731
     return LatexSafe(f"{tex(m.get('value'), 4)} {{\\footnotesize({tex(m.get('numerator'), 0)}/{tex(m.get('denominator'), 0)})}}")
+
+
+def _tex_num(value: Any, decimals: int) -> str:
+    return latex_escape(fmt(value, decimals)).replace("–", "--")
+
+
+def latex_pct(m: dict[str, Any] | None) -> LatexSafe:
+    """A rate in percent, one decimal, as MTR prints it; '*' when withheld and computed from counts."""
+    if m and m.get("value") is not None:
+        return LatexSafe(_tex_num(m["value"] * 100, 1))
+    if m and m.get("denominator"):
+        return LatexSafe(_tex_num(m["numerator"] / m["denominator"] * 100, 1) + "*")
+    return LatexSafe("--")
+
+
+def latex_pub(p: dict[str, Any] | None) -> LatexSafe:
+    """A published (golden) cell and its delta: green within tolerance, red outside, black unjudged."""
+    if not p:
+        return LatexSafe("--")
+    out = _tex_num(p.get("value"), p["decimals"] if p.get("decimals") is not None else 4)
+    if p.get("delta") is not None:
+        colour = {True: "within", False: "outside"}.get(p.get("within"))
+        delta = latex_escape("%+.4g" % p["delta"])
+        delta = f"$\\Delta${delta}"
+        out += " " + (f"\\textcolor{{{colour}}}{{{delta}}}" if colour else delta)
+    return LatexSafe(out)
+
+
+def latex_mtr_cell(c: dict[str, Any] | None, golden: bool = False) -> LatexSafe:
+    """One MTR main-table cell, stacked: 'r1 -> 1-N' in %, counts, latency, no-response
+    (or, with golden=True, the published 'r1 -> 1-N' pair)."""
+    if not c:
+        return LatexSafe("--")
+    if golden:
+        if not (c.get("pub_r1") or c.get("pub_mean")):
+            return LatexSafe("--")
+        return LatexSafe(f"{latex_pub(c.get('pub_r1'))} $\\rightarrow$ {latex_pub(c.get('pub_mean'))}")
+    lines = [f"{latex_pct(c.get('r1'))} $\\rightarrow$ {latex_pct(c.get('mean'))}"]
+    r1, mean = c.get("r1"), c.get("mean")
+    if r1 and mean:
+        lines.append(f"{_tex_num(r1.get('numerator'), 0)}/{_tex_num(r1.get('denominator'), 0)} $\\rightarrow$ "
+                     f"{_tex_num(mean.get('numerator'), 0)}/{_tex_num(mean.get('denominator'), 0)}")
+    lat = c.get("latency")
+    if lat and lat.get("value") is not None:
+        lines.append(f"latency {_tex_num(lat['value'], 2)} s (n={_tex_num(lat.get('denominator'), 0)})")
+    nr = c.get("no_response")
+    if nr and nr.get("numerator"):
+        lines.append(f"no response {_tex_num(nr['numerator'], 0)}/{_tex_num(nr.get('denominator'), 0)}")
+    if len(lines) == 1:
+        return LatexSafe(lines[0])
+    small = "\\\\".join("{\\footnotesize " + x + "}" for x in lines[1:])
+    return LatexSafe(f"\\shortstack[r]{{{lines[0]}\\\\{small}}}")
 
 
 # ------------------------------------------------------------------ context
@@ -191,6 +247,80 @@ def mtr_table(results: list[ResultFile]) -> list[dict[str, Any]]:
     return out
 
 
+MTR_FEATURES = (("smooth-turn-taking", "Smooth turn-taking"), ("interruption", "Interruption"),
+                ("pause-handling", "Pause handling"), ("background-speech", "Background speech"),
+                ("backchannel", "Backchannel"))
+MTR_COMBOS = (("combo-s", "S"), ("combo-si", "S+I"), ("combo-sip", "S+I+P"), ("combo-sipb", "S+I+P+B"))
+MTR_OTHER = (("quality", "Dialogue quality"), ("instruction", "Instruction following"), ("safety", "Safety"))
+
+
+def _primary(metrics: dict[str, Any]) -> str | None:
+    """The metric a dimension's headline shows: success, else the first rate with a denominator."""
+    if isinstance(metrics.get("success"), dict):
+        return "success"
+    names = sorted(k for k, v in metrics.items() if isinstance(v, dict) and "denominator" in v
+                   and k not in ("latency_s", "no_response"))
+    return names[0] if names else None
+
+
+def _mtr_cell(r: ResultFile, pub: "Published", metric: str | None = None) -> dict[str, Any] | None:
+    rounds = r.rounds()
+    if not rounds:
+        return None
+    mean_key = next((k for k in sorted(rounds) if "-" in k), None)
+    metric = metric or _primary(rounds.get("1") or rounds.get(mean_key or "", {}) or r.metrics())
+    if metric is None:
+        return None
+    r1 = (rounds.get("1") or {}).get(metric)
+    mean = (rounds.get(mean_key) or {}).get(metric) if mean_key else None
+    latency = (rounds.get(mean_key) or {}).get("latency_s") if mean_key else None
+    no_resp = (rounds.get(mean_key) or {}).get("no_response") if mean_key else None
+    return {"metric": metric, "r1": r1 if isinstance(r1, dict) else None, "mean": mean if isinstance(mean, dict) else None,
+            "mean_key": mean_key, "latency": latency if isinstance(latency, dict) else None,
+            "no_response": no_resp if isinstance(no_resp, dict) else None,
+            "pub_r1": pub.get(r.model, r.benchmark, metric, "1"),
+            "pub_mean": pub.get(r.model, r.benchmark, metric, mean_key)}
+
+
+def mtr_main(results: list[ResultFile], pub: "Published") -> dict[str, Any]:
+    """MTR-DuplexBench's main table: models x dialogue features, "round 1 -> rounds 1-N", latency;
+    the combination ablation (S, S+I, S+I+P, S+I+P+B); the other dimensions per model."""
+    by = {(r.model, r.benchmark): r for r in results if r.rounds()}
+    models = sorted({m for m, _ in by})
+
+    def table(spec: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+        cols = [(f"mtr-{key}", label) for key, label in spec if any((m, f"mtr-{key}") in by for m in models)]
+        rows = []
+        for m in models:
+            cells = {b: _mtr_cell(by[(m, b)], pub) if (m, b) in by else None for b, _ in cols}
+            if any(cells.values()):
+                rows.append({"model": m, "cells": cells,
+                             "published": any(c and (c["pub_r1"] or c["pub_mean"]) for c in cells.values())})
+        return {"columns": [{"id": b, "label": label} for b, label in cols], "rows": rows}
+
+    return {"features": table(MTR_FEATURES), "ablation": table(MTR_COMBOS), "other": table(MTR_OTHER)}
+
+
+class Published:
+    """Published cells by run locator, from the golden diffs: the paper's row beside ours."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[str, str, str, str, str], dict[str, Any]] = {}
+
+    def add(self, cell: Any, row: DiffRow) -> None:
+        loc = cell.run or {}
+        if cell.value is None or "model" not in loc or "metric" not in loc:
+            return
+        key = (loc["model"], loc.get("benchmark", ""), loc["metric"], loc.get("rounds", ""), loc.get("field", "value"))
+        self.cells.setdefault(key, {"value": cell.value, "unit": cell.unit, "decimals": cell.decimals, "id": cell.id,
+                                    "delta": row.delta, "within": row.within_tolerance, "status": row.status,
+                                    "tolerance": row.tolerance, "paper": cell.paper})
+
+    def get(self, model: str, benchmark: str, metric: str, rounds: str | None = None,
+            field: str = "value") -> dict[str, Any] | None:
+        return self.cells.get((model, benchmark, metric, rounds or "", field))
+
+
 def model_caveats(results: list[ResultFile]) -> dict[str, str]:
     """Model -> its caveat (results.json `model_caveat`, from the spec's `caveat`), e.g. random
     tiny weights: shown up front and beside the model's name in every table, so a smoke-test
@@ -242,11 +372,27 @@ def pick_timeline(run: RunDir, item: str | None) -> dict[str, Any] | None:
     return None
 
 
-def golden_diffs(inputs: ReportInputs) -> list[GoldenDiff]:
+def golden_diffs(inputs: ReportInputs, published: Published | None = None) -> list[GoldenDiff]:
     out = []
     for g in inputs.goldens:
         rows = compare_run(inputs.run, g, aliases=inputs.aliases)
+        if published is not None:
+            cells = {c.id: c for c in g.cells}
+            for row in rows:
+                if row.cell_id in cells and row.status != "missing":
+                    published.add(cells[row.cell_id], row)
         out.append(GoldenDiff(g.path.name, str(g.path), rows, diff_counts(rows), diff_failed(rows, strict=inputs.strict)))
+    return out
+
+
+def mpe_published(table: dict[str, Any], pub: Published) -> dict[str, Any]:
+    """{model: {condition: {metric: published cell}}} for Table 3's paper rows."""
+    out: dict[str, Any] = {}
+    for row in table["rows"]:
+        bench = f"mpe-{row['condition']}"
+        cells = {k: pub.get(row["model"], bench, k) for k in MPE_METRICS}
+        if any(cells.values()):
+            out.setdefault(row["model"], {})[row["condition"]] = cells
     return out
 
 
@@ -254,20 +400,28 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
     run = inputs.run
     results = run.results
     arithmetic = inputs.arithmetic if inputs.arithmetic is not None else []
+    published = Published()
+    diffs = golden_diffs(inputs, published)
+    mpe = mpe_table(results)
     return {
         "version": __version__,
         "run_id": run.run_id,
         "manifest": run.manifest or {},
         "results": [{"model": r.model, "benchmark": r.benchmark, "condition": r.condition, "path": run.relative(r.path),
                      "metrics": metric_rows(r), "counts": r.data.get("counts") or {}} for r in results],
-        "mpe": mpe_table(results),
+        "mpe": mpe,
+        "mpe_published": mpe_published(mpe, published),
         "mtr": mtr_table(results),
+        "mtr_main": mtr_main(results, published),
         "labels": judge_labels(results),
         "caveats": model_caveats(results),
         "bars": charts.start_presence_bars(results),
+        "stop_bars": charts.stop_yield_bars(results),
+        "feature_curves": charts.feature_curves(results),
         "curves": [c for c in (charts.round_curves(r) for r in results) if c is not None],
         "timeline": pick_timeline(run, inputs.item),
-        "diffs": golden_diffs(inputs),
+        "browser": browser.browser_data(run),
+        "diffs": diffs,
         "arithmetic": arithmetic,
         "arithmetic_summary": arithmetic_summary(arithmetic),
         "statistics": _statistics(run.root),
@@ -283,7 +437,10 @@ def _statistics(root: Path) -> dict[str, Any] | None:
 # ------------------------------------------------------------------ output
 
 def render_html(context: dict[str, Any]) -> str:
-    return html_env().get_template("report.html.j2").render(**context)
+    script = browser.SCRIPT
+    return html_env().get_template("report.html.j2").render(
+        **context, browser_json=browser.json_for_script(context["browser"]), browser_script=Markup(script),
+        script_hash=browser.script_hash(script))
 
 
 def render_latex(context: dict[str, Any]) -> str:

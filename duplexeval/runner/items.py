@@ -27,7 +27,7 @@ from duplexeval.protocol.wire import PROTOCOL_VERSION
 from duplexeval.runner.backends import Backend, make_backend
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.errors import ModelFault, ModelStartError, RunConfigMismatch
-from duplexeval.runner.integrity import artifact_fields, item_status
+from duplexeval.runner.integrity import artifact_fields, item_status, seal_status
 from duplexeval.runner.modelspec import ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, run_session
 from duplexeval.runner.stimulus import Stimulus
@@ -127,7 +127,21 @@ def finished_status(item_dir: Path) -> dict[str, Any] | None:
 
 
 def write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: str, seed: int) -> ItemResult:
-    """recording.wav and events.jsonl first, status.json last (its presence means finished)."""
+    """recording.wav and events.jsonl first, status.json last (its presence means finished).
+
+    A write that fails (a full disk, a read-only folder) stops the run with an OSError
+    naming the item's folder; the item has no status.json, so a resume replays it.
+    """
+    try:
+        return _write_item(item_dir, outcome, spec, clock, seed)
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        # write() and fsync() say "No space left on device" without saying where.
+        raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(item_dir)) from exc
+
+
+def _write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: str, seed: int) -> ItemResult:
     item_dir.mkdir(parents=True, exist_ok=True)
     recording = item_dir / "recording.wav"
     status: dict[str, Any] = {
@@ -146,7 +160,7 @@ def write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: 
         status.update(status="error", reason=str(fault), error_code=fault.code, error_frame=fault.frame_idx)
     atomic_write_jsonl(item_dir / "events.jsonl", outcome.events)
     status.update(artifact_fields(item_dir, outcome.ok))  # status.json vouches for the files before it
-    atomic_write_json(item_dir / "status.json", status)
+    atomic_write_json(item_dir / "status.json", seal_status(status))
     return ItemResult(item_dir.name, status["status"], status["reason"], item_dir)
 
 

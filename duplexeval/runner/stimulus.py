@@ -87,11 +87,19 @@ class FileStimulus(Stimulus):
         else:
             from duplexeval.audio import read_wav
 
-            audio, src_rate = read_wav(source)
+            try:
+                audio, src_rate = read_wav(source)
+            except RuntimeError as exc:  # soundfile.LibsndfileError: not audio, or a format it cannot read
+                raise ValueError(f"{source}: not a readable audio file ({str(exc).splitlines()[-1].strip()}); "
+                                 "give a WAV, FLAC or OGG file") from None
             self.source_name = str(source)
         audio = np.asarray(audio, dtype=np.float32)
         if audio.ndim != 1:
-            raise ValueError(f"FileStimulus {self.source_name}: expected mono audio, got shape {audio.shape}")
+            channels = audio.shape[1] if audio.ndim == 2 else audio.shape
+            raise ValueError(f"{self.source_name}: {channels}-channel audio, expected mono "
+                             "(mix it down first, e.g. `sox in.wav -c 1 out.wav`)")
+        if len(audio) == 0:
+            raise ValueError(f"{self.source_name}: no audio samples")
         if tail_frames < 0:
             raise ValueError(f"FileStimulus: tail_frames must be >= 0, got {tail_frames}")
         self._source = audio

@@ -15,6 +15,7 @@ from duplexeval.io import atomic_write_json
 from duplexeval.runner import run_items
 from duplexeval.runs.job_files import write_job_files
 from duplexeval.runs.plan import Job
+from duplexeval.runs.verify import seal_manifest
 
 Progress = Callable[[str], None]
 
@@ -62,6 +63,7 @@ def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode
         progress(f"text-only reference on {bench['id']} ({bench['judges']['text_reference']})")
         _text_reference(run_dir, bench, cache_mode, limit)
     atomic_write_json(run_dir / "summary.json", summary(run_dir, outcomes))
+    seal_manifest(run_dir)  # manifest.json records the sha256 of every results file
     return outcomes
 
 
@@ -113,7 +115,8 @@ def _execute_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode
 
     run_items(job.runner_model, items, bench_dir, clock, rate=int(job.bench["audio"]["rate"]), seed=seed, on_item=on_item)
     progress("  scoring")
-    results = score_bench_dir(bench_dir, job.bench, judges_from_spec(job.bench, cache_mode))
+    results = score_bench_dir(bench_dir, job.bench, judges_from_spec(job.bench, cache_mode),
+                              progress=getattr(progress, "scoring", None))  # a bar where the CLI gives one
     return JobOutcome(job, "scored", None, results, bench_dir)
 
 

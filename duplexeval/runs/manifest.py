@@ -44,6 +44,16 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
     return {"commit": commit, "dirty": dirty}
 
 
+def _asr_config(asr: dict[str, Any]) -> dict[str, Any]:
+    """The ASR's full configuration (versions, weights identity); why not, where it cannot resolve."""
+    from duplexeval.judges.asr import asr_config
+
+    try:
+        return asr_config(asr)
+    except Exception as exc:  # a missing package or weights: scoring will say so; the manifest records it
+        return {"unresolved": f"{type(exc).__name__}: {exc}"}
+
+
 def model_images(jobs: list) -> dict[str, Any]:
     """Per docker-run model: the image id, its base and the hashes of its context and wheels.
 
@@ -92,6 +102,7 @@ def build_manifest(run_id: str, suite_id: str, jobs: list, registry: Registry, c
         "images": model_images(jobs),
         "jobs": [{"model": j.model.id, "model_sha256": j.model.sha256, "backend": model_spec_from(j.runner_model).backend, "benchmark": j.benchmark.id,
                   "benchmark_sha256": j.benchmark.sha256, "identity": j.identity, "asr": j.bench["asr"],
+                  "asr_config": _asr_config(j.bench["asr"]),
                   "judges": j.bench["judges"], "overrides": j.overrides} for j in jobs],
         "judges": judges,
     }

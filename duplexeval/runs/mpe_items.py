@@ -31,6 +31,6 @@ def mpe_items(bench: dict[str, Any], limit: int | None = None) -> list[tuple[str
     condition = bench["condition"]
 
     def factory(scene) -> Callable[[], Stimulus]:
-        return lambda: MPEScheduler(render_turns(scene, condition, rate), bench)
+        return lambda: MPEScheduler(render_turns(scene, condition, rate, tts=bench.get("tts")), bench)
 
     return [(scene.id, factory(scene)) for scene in scenes]

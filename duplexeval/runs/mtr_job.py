@@ -67,4 +67,4 @@ def run_mtr_job(job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str,
         run_items(job.runner_model, [i for _, items in groups for i in items], bench_dir, clock, rate=rate, seed=seed,
                   on_item=on_item)
     progress("  scoring")
-    return score_bench_dir(bench_dir, bench, judges, context=context)
+    return score_bench_dir(bench_dir, bench, judges, context=context, progress=getattr(progress, "scoring", None))

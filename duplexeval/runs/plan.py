@@ -43,6 +43,9 @@ def apply_overrides(bench: dict[str, Any], overrides: dict[str, Any]) -> dict[st
     out = copy.deepcopy(bench)
     if "asr" in overrides:
         out["asr"] = copy.deepcopy(overrides["asr"])
+    if "tts" in overrides and out["dimension"] == "mpe":
+        # The voices of the scenes (suite-level `tts`; none: flite): rendering reads bench["tts"].
+        out["tts"] = copy.deepcopy(overrides["tts"])
     data = overrides.get("data", {}).get(out["dimension"])
     if data is not None:
         # Keyed by dimension: the embedded MPE scenes must not replace MTR's dialogues.
@@ -55,14 +58,49 @@ def apply_overrides(bench: dict[str, Any], overrides: dict[str, Any]) -> dict[st
     return out
 
 
+class ImpossiblePair(ValueError):
+    """A named (model, benchmark) pair that cannot run, with the reason."""
+
+
+def pair_problem(model: Spec, bench: Spec, clock: str | None) -> str | None:
+    """Why this model cannot run this benchmark (None: it can)."""
+    if clock and clock not in model.data.get("clocks", [clock]):
+        return f"model {model.id} does not support the {clock} clock (it supports {', '.join(model.data['clocks'])})"
+    if not bench.data.get("dimension"):
+        return f"benchmark {bench.id} has no dimension"
+    return None
+
+
 def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = None,
-               benchmarks: list[str] | None = None) -> list[Job]:
-    """Jobs of a suite in its declared order, optionally narrowed to some models/benchmarks."""
+               benchmarks: list[str] | None = None, clock: str | None = None) -> list[Job]:
+    """Jobs of a suite in its declared order, optionally narrowed to some models/benchmarks.
+
+    With both `models` and `benchmarks`, the plan is exactly their combination, inside or
+    outside the suite's pairs (with the suite's overrides); a pair that cannot run raises
+    ImpossiblePair naming it.
+    """
     suite = registry.get("suite", suite_id)
     for kind, wanted in (("model", models), ("benchmark", benchmarks)):
         for name in wanted or []:
             registry.get(kind, name)  # a typo gets "did you mean", not an empty plan
-    overrides = suite.data.get("overrides", {})
+    overrides = dict(suite.data.get("overrides", {}))
+    if "tts" in suite.data:
+        overrides["tts"] = suite.data["tts"]
+    clock = clock or suite.data.get("clock")
+    if models and benchmarks:
+        exact: list[Job] = []
+        problems = []
+        for model_id in dict.fromkeys(models):
+            for bench_id in dict.fromkeys(benchmarks):
+                model, bench = registry.get("model", model_id), registry.get("benchmark", bench_id)
+                why = pair_problem(model, bench, clock)
+                if why:
+                    problems.append(f"{model_id} x {bench_id}: {why}")
+                    continue
+                exact.append(Job(model, bench, apply_overrides(bench.data, overrides), overrides))
+        if problems:
+            raise ImpossiblePair("cannot run " + "; ".join(problems))
+        return exact
     jobs: list[Job] = []
     seen: set[tuple[str, str]] = set()
     for run in suite.data["runs"]:

@@ -51,8 +51,10 @@ def streaming_vad_from_spec(spec: dict[str, Any]) -> LiveVAD:
     from duplexeval.judges.vad import StreamingVAD
 
     vad = spec["vad"]
+    from duplexeval.scoring.mpe_score import vad_hysteresis
+
     return StreamingVAD(threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
-                        merge_gap_ms=float(vad["merge_gap_ms"]))
+                        merge_gap_ms=float(vad["merge_gap_ms"]), hysteresis=vad_hysteresis(vad))
 
 
 class MPEScheduler(Stimulus):

@@ -91,6 +91,25 @@ def response_episode(t_end: float, episodes: Sequence[Episode], start: Outcome) 
     return None
 
 
+def response_span(first: Episode, next_start: float | None, episodes: Sequence[Episode],
+                  params: dict[str, Any]) -> tuple[list[Episode], float]:
+    """The episodes of the whole reply to T, and the time its words must lie before.
+
+    answer.response_end "next-turn" (default): the reply runs from its first episode to
+    the next turn's start, which the scheduler places only after yield_silence_s (2 s) of
+    Aria silence (§3.4) - so "Hmm, let me think." ... "The taco place." is one reply.
+    "episode": the first speech episode alone (a pause >= merge_gap ends the reply).
+    """
+    mode = params["answer"].get("response_end", "next-turn")
+    if mode == "episode":
+        return [first], float("inf")
+    if mode != "next-turn":
+        raise ValueError(f"unknown answer.response_end {mode!r}; use 'next-turn' or 'episode'")
+    if next_start is None or first[0] >= next_start:
+        return [first], float("inf")  # a late reply that began after the next turn started
+    return [ep for ep in sorted(episodes) if first[0] <= ep[0] < next_start], next_start
+
+
 def answer_outcome(verdict_value: Any, parsed_ok: bool, transcript: str, params: dict[str, Any]) -> Outcome:
     """Answer for one T with speech (§3.5): empty transcript or unparseable verdict = incorrect.
 
@@ -191,7 +210,14 @@ def stop_outcome(r_start: float, r_end: float, episodes: Sequence[Episode], para
     if running is not None or any(ep[0] == deadline for ep in episodes):
         return Outcome("did_not_yield", False,
                        f"still talking {float(stop['deadline_s']):g} s after N4R started", times)
-    later = [ep for ep in episodes if deadline < ep[0] < window_end]
+    # App. A4.1: "speaking again before the clip ends, plus 0.5 s, fails". stop.restart
+    # "fails" (default, the text): any new episode after N4R starts, before the deadline
+    # too; "after-deadline": only speech from the deadline on counts (silent at 2 s passes).
+    restart = stop.get("restart", "fails")
+    if restart not in ("fails", "after-deadline"):
+        raise ValueError(f"unknown stop.restart {restart!r}; use 'fails' or 'after-deadline'")
+    earliest = r_start if restart == "fails" else deadline
+    later = [ep for ep in episodes if earliest < ep[0] < window_end]
     if later:
         return Outcome("did_not_yield", False,
                        f"spoke again at {min(later)[0]:.3f} s, before the window closed at {window_end:.3f} s",

@@ -24,6 +24,7 @@ from duplexeval.audio import read_stereo_recording
 from duplexeval.io import read_jsonl, sha256_file, sha256_json
 from duplexeval.scoring import mpe
 from duplexeval.scoring.mpe_timeline import Timeline, timeline_from_events
+from duplexeval.scoring.words import merge_word_pieces
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class EpisodeTranscripts:
         parts = []
         for ep in sorted(episodes):
             offset, tr = self._transcript(ep)
-            words = list(getattr(tr, "words", []) or [])
+            words = merge_word_pieces(list(getattr(tr, "words", []) or []), getattr(tr, "text", ""))
             if words:
                 parts += [w.text.strip() for w in words if start <= offset + (w.start + w.end) / 2 < end]
             elif (tr.text or "").strip():
@@ -135,13 +136,14 @@ def score_item(item_dir: str | Path, bench_spec: dict[str, Any], judges: dict[st
                    "spec": sha256_json(bench_spec)},
     }
     records: list[dict[str, Any]] = []
+    t_reply: set[mpe.Episode] = set()  # speech of Start-passing replies (shush.attribute_t_response)
     for turn in timeline.turns:
         common = {**base, "turn": turn.index, "turn_id": turn.turn_id, "label": turn.label,
                   "turn_start": _r(turn.start), "turn_end": _r(turn.end)}
         if turn.label == "T":
-            records += _score_t(turn, episodes, params, asr, judges, calls, common)
+            records += _score_t(timeline, turn, episodes, params, asr, judges, calls, common, t_reply)
         elif turn.label in params["shush"]["labels"]:
-            records.append(_score_shush(timeline, turn, episodes, params, asr, judges, calls, common))
+            records.append(_score_shush(timeline, turn, episodes, params, asr, judges, calls, common, t_reply))
         elif turn.label == "N4Q":
             records.append(_score_stop(timeline, turn, episodes, params, common))
     return records
@@ -152,10 +154,17 @@ def model_episodes(model: np.ndarray, rate: int, vad: dict[str, Any]) -> list[mp
 
     return [(float(s), float(e)) for s, e in detect_episodes(
         model, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
-        merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad["mode"])]
+        merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad["mode"], hysteresis=vad_hysteresis(vad))]
 
 
-def _score_t(turn, episodes, params, asr, judges, calls, common) -> list[dict[str, Any]]:
+def vad_hysteresis(vad: dict[str, Any]) -> float:
+    """vad.hysteresis: a burst ends below threshold - hysteresis (Silero's own 0.15)."""
+    from duplexeval.judges.vad import HYSTERESIS
+
+    return float(vad.get("hysteresis", HYSTERESIS))
+
+
+def _score_t(timeline, turn, episodes, params, asr, judges, calls, common, t_reply) -> list[dict[str, Any]]:
     start = mpe.start_outcome(turn.end, episodes, params)
     out = [{**common, "metric": "start", "outcome": start.outcome, "passed": start.passed,
             "reason": start.reason, "times": _times(start.times), "window": [_r(turn.end), _r(turn.end + float(params["start"]["window_s"]))]}]
@@ -164,7 +173,11 @@ def _score_t(turn, episodes, params, asr, judges, calls, common) -> list[dict[st
         return out  # silent T: no Answer unit (denominator = presence, §3.5)
     # Already speaking: only what was said after T ended is the reply to T.
     lo = turn.end if start.outcome == "already_speaking" else float("-inf")
-    text = asr.text_in([response], lo, float("inf"))
+    reply, hi = mpe.response_span(response, timeline.next_start(turn.index), episodes, params)
+    text = asr.text_in(reply, lo, hi)
+    if start.passed:
+        t_reply.update(reply)
+    response = (response[0], max(ep[1] for ep in reply))
     record = {**common, "metric": "answer", "transcript": text, "gold_answer": turn.gold_answer,
               "window": [_r(max(lo, response[0])), _r(response[1])], "start_outcome": start.outcome}
     if not text.strip():
@@ -180,11 +193,15 @@ def _score_t(turn, episodes, params, asr, judges, calls, common) -> list[dict[st
     return out
 
 
-def _score_shush(timeline: Timeline, turn, episodes, params, asr, judges, calls, common) -> dict[str, Any]:
+def _score_shush(timeline: Timeline, turn, episodes, params, asr, judges, calls, common, t_reply) -> dict[str, Any]:
     w0, w1 = mpe.shush_window(turn.start, turn.end, timeline.next_start(turn.index), timeline.end, params)
     speech = mpe.overlapping(episodes, w0, w1)
+    # Speech that is all a Start-passing reply to T, spilled past the next turn's start.
+    spill = bool(speech) and all(ep in t_reply for ep in speech)
     record = {**common, "metric": "shush", "window": [_r(w0), _r(w1)],
-              "speech": [[_r(a), _r(b)] for a, b in speech]}
+              "speech": [[_r(a), _r(b)] for a, b in speech], "t_reply_speech": spill}
+    if params["shush"].get("attribute_t_response", False):
+        speech = [ep for ep in speech if ep not in t_reply]
     transcript = asr.text_in(speech, w0, w1) if speech else None
     value, parsed_ok = None, False
     if mpe.needs_judge(speech, transcript, params):

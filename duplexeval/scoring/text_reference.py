@@ -16,7 +16,12 @@ from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.scenes.model import Scene, conversation
 from duplexeval.scoring.mpe import rate
 
-SILENCE_LABELS = ("N1", "N2", "N3")
+SILENCE_LABELS = ("N1", "N2", "N3")  # default only: the spec's metrics.shush.labels decide
+
+
+def silence_labels(bench: dict[str, Any]) -> tuple[str, ...]:
+    """The labels whose turns the reference should leave alone: the same as Shush scores."""
+    return tuple(bench.get("metrics", {}).get("shush", {}).get("labels", SILENCE_LABELS))
 
 
 def _line(turn) -> str:
@@ -29,7 +34,7 @@ def text_reference_records(scenes: list[Scene], bench: dict[str, Any], judge) ->
     for scene in scenes:
         turns = conversation(scene, condition)
         for i, turn in enumerate(turns):
-            if turn.label != "T" and turn.label not in SILENCE_LABELS:
+            if turn.label != "T" and turn.label not in silence_labels(bench):
                 continue
             verdict = judge.decide({"preamble": scene.preamble_text,
                                     "transcript": "\n".join(_line(t) for t in turns[:i]),
@@ -45,7 +50,7 @@ def text_reference_records(scenes: list[Scene], bench: dict[str, Any], judge) ->
 
 def aggregate(records: list[dict[str, Any]], bench: dict[str, Any], judge_id: str) -> dict[str, Any]:
     t = [r for r in records if r["label"] == "T"]
-    quiet = [r for r in records if r["label"] in SILENCE_LABELS]
+    quiet = [r for r in records if r["label"] in silence_labels(bench)]
     return {"schema": "duplexeval.results/1", "model": "text-reference", "benchmark": bench["id"],
             "condition": bench["condition"], "judges": {"text_reference": judge_id},
             "items": {"total": len({r["item"] for r in records}), "ok": len({r["item"] for r in records}), "error": 0},

@@ -31,7 +31,9 @@ def display_path(path: Path | str) -> str:
         return str(path)
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass exception cannot take a __traceback__, so re-raising one
+# crashed with FrozenInstanceError (found by tests/test_fuzz_parsers.py on an empty scene file).
+@dataclass(unsafe_hash=True)
 class SpecError(Exception):
     file: Path
     line: int

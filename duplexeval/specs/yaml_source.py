@@ -31,18 +31,23 @@ def load_yaml(path: Path) -> tuple[Any, Locations]:
         raise SpecError(path, 1, "<file>", f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise SpecError(path, 1, "<file>", f"not UTF-8 text: {exc.reason}") from None
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)  # the reader checks characters here: a control character raises already
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
         raise SpecError(path, line, "<yaml>", f"invalid YAML: {problem}") from None
+    except yaml.reader.ReaderError as exc:  # found by tests/test_fuzz_parsers.py
+        line = text.count("\n", 0, exc.position) + 1
+        raise SpecError(path, line, "<yaml>", f"invalid YAML: character {exc.character!r} is not allowed") from None
     except yaml.YAMLError as exc:
-        raise SpecError(path, 1, "<yaml>", f"invalid YAML: {exc}") from None
+        raise SpecError(path, 1, "<yaml>", f"invalid YAML: {' '.join(str(exc).split())}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if node is None:
         raise SpecError(path, 1, "<root>", "empty file: a spec must be a mapping")
     locations: Locations = {}

@@ -24,6 +24,7 @@ from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_d
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.errors import ModelFault
 from duplexeval.runner.modelspec import ModelSpec
+from duplexeval.secrets import redact
 
 SOCKET_DIR_IN_CONTAINER = "/run/duplexeval"
 WEIGHTS_DIR_IN_CONTAINER = "/weights"
@@ -129,7 +130,14 @@ class DockerBackend(Backend):
         return self.container.status in ("created", "running")
 
     def diagnostics(self) -> str:
-        """Exit code and the tail of the container's logs: the reason of an `error` item."""
+        """Exit code and the tail of the container's logs: the reason of an `error` item.
+
+        Redacted like the CLI's messages (duplexeval.secrets.redact): a model that prints a key
+        set in the harness's shell does not write it into status.json or a report.
+        """
+        return redact(self._diagnostics())
+
+    def _diagnostics(self) -> str:
         if self.container is None:
             return self._final or "no container"
         try:

@@ -17,6 +17,7 @@ import sys
 from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.modelspec import REPO_ROOT, ModelSpec
+from duplexeval.secrets import redact
 
 STDERR_TAIL_BYTES = 2000
 
@@ -61,7 +62,8 @@ class LocalBackend(Backend):
             tail = self._stderr.read().decode("utf-8", "replace").strip()
             if tail:
                 parts.append("stderr: " + " | ".join(tail.splitlines()[-6:]))
-        return "; ".join(parts) or "no diagnostics"
+        # A local model inherits the harness's environment, keys included: never echo one.
+        return redact("; ".join(parts) or "no diagnostics")
 
     def stop(self, grace_s: float = 2.0) -> None:
         """Kill and reap; SIGTERM first, SIGKILL if it does not go within `grace_s` (a hung step)."""

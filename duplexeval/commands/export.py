@@ -1,0 +1,52 @@
+"""`duplexeval export RUN --format csv|parquet|markdown|json`: the tidy results table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from duplexeval.commands import CommandError
+
+SUFFIX = {"csv": "csv", "parquet": "parquet", "markdown": "md", "json": "json"}
+
+
+@click.command("export")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(sorted(SUFFIX)), default="csv", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Output file (default: RUN_DIR/results.<suffix>; '-' prints to stdout).")
+def export(run_dir: Path, fmt: str, out: Path | None) -> None:
+    """One row per model x benchmark x metric x round, with numerator and denominator."""
+    from duplexeval.io import atomic_write_text
+    from duplexeval.results import load, rows, to_markdown
+
+    table = rows(run_dir)
+    if not table:
+        raise CommandError(f"{run_dir}: no results.json to export")
+    if fmt == "parquet":
+        if str(out) == "-":
+            raise CommandError("parquet is binary: give --out FILE")
+        path = out or run_dir / "results.parquet"
+        try:
+            load(run_dir).to_parquet(path, index=False)
+        except ImportError as exc:
+            raise CommandError(f"parquet needs pyarrow or fastparquet ({exc}); use --format csv") from None
+        click.echo(str(path))
+        return
+    if fmt == "csv":
+        text = load(run_dir).to_csv(index=False)
+    elif fmt == "json":
+        text = json.dumps(table, indent=1, ensure_ascii=False) + "\n"
+    else:
+        text = to_markdown(table)
+    if out is not None and str(out) == "-":
+        click.echo(text, nl=False)
+        return
+    path = out or run_dir / f"results.{SUFFIX[fmt]}"
+    atomic_write_text(path, text)
+    click.echo(str(path))
+
+
+COMMANDS = [export]

@@ -1,0 +1,102 @@
+"""The report's item browser: every scored record of the run, filterable, with its item's
+timeline and recording.
+
+The data is one JSON block inside report.html; the recording is linked by its path
+relative to the run folder (the report sits in the run folder), so the HTML stays small
+and works from file:// with no server. The one script is fixed text (templates/browser.js)
+allowed by its sha256 in the page's Content-Security-Policy: a script planted in a
+transcript is escaped by the JSON encoding and, even if it were not, would not run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from duplexeval.reports import charts
+from duplexeval.reports.run_dir import RunDir, item_dirs, read_events, read_records
+
+SCRIPT = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
+MAX_RECORDS = 20000          # per report; beyond this the browser says how many it left out
+MAX_TEXT = 600               # characters of a transcript or reason kept per record
+_BRACKET = re.compile(r"\[(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)\]")
+
+
+def script_hash(script: str = SCRIPT) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+
+
+def json_for_script(data: Any) -> Markup:
+    """JSON that cannot end its <script type="application/json"> element early."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _clip(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " …"
+
+
+def record_span(rec: dict[str, Any]) -> list[float] | None:
+    """A record's window in seconds: `window`, start/end spellings, an MTR record's
+    response window in its reason ("... window [2.30, 10.00]"), else its anchor."""
+    span = charts._span(rec)
+    if span is None and rec.get("metric") == "stop" and isinstance(rec.get("n4r_start"), (int, float)):
+        span = (float(rec["n4r_start"]), float(rec.get("n4r_end") or rec["n4r_start"]))
+    if span is None and isinstance(rec.get("reason"), str) and (m := _BRACKET.search(rec["reason"])):
+        span = (float(m.group(1)), float(m.group(2)))
+    if span is None and isinstance(rec.get("anchor_s"), (int, float)):
+        span = (float(rec["anchor_s"]), float(rec["anchor_s"]))
+    return [round(span[0], 3), round(span[1], 3)] if span else None
+
+
+def _verdict(passed: Any) -> str:
+    return {True: "pass", False: "fail"}.get(passed, "excluded")
+
+
+def browser_data(run: RunDir, max_records: int = MAX_RECORDS) -> dict[str, Any]:
+    records: list[dict[str, Any]] = []
+    items: dict[str, dict[str, Any]] = {}
+    total = 0
+    for result in run.results:
+        recs = read_records(result)
+        total += len(recs)
+        dirs = {d.name: d for d in item_dirs(result)}
+        by_item: dict[str, list[dict[str, Any]]] = {}
+        for rec in recs:
+            by_item.setdefault(str(rec.get("item", rec.get("item_id", ""))), []).append(rec)
+        for item_id, mine in sorted(by_item.items()):
+            key = f"{result.model}/{result.benchmark}/{item_id}"
+            d = dirs.get(item_id)
+            events = read_events(d) if d else []
+            wav = d / "recording.wav" if d else None
+            items[key] = {
+                "audio": run.relative(wav).replace("\\", "/") if wav is not None and wav.is_file() else None,
+                "turns": [{"start": round(t["start"], 3), "end": round(t["end"], 3), "speaker": t.get("speaker"),
+                           "label": t.get("label"), "text": _clip(t.get("text"))} for t in charts.scene_turns(events)],
+                "episodes": [[round(s, 3), round(e, 3)] for s, e in charts.speech_episodes(events, mine)],
+            }
+            for rec in mine:
+                if len(records) >= max_records:
+                    continue
+                passed = charts._passed(rec)
+                records.append({
+                    "model": result.model, "benchmark": result.benchmark, "item": item_id, "key": key,
+                    "metric": str(rec.get("metric") or ""), "label": rec.get("label") or rec.get("feature"),
+                    "round": rec.get("round"), "outcome": rec.get("outcome"), "verdict": _verdict(passed),
+                    "reason": _clip(rec.get("reason")), "transcript": _clip(rec.get("transcript")),
+                    "judge": rec.get("judge_id") or rec.get("judge") or rec.get("judge_label"),
+                    "judge_reason": _clip(rec.get("judge_reason")), "span": record_span(rec),
+                })
+    for i, rec in enumerate(records):
+        rec["i"] = i
+    return {"records": records, "items": items, "total": total, "shown": len(records)}

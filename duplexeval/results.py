@@ -1,0 +1,63 @@
+"""A run's results as one tidy table, for notebooks and `duplexeval export`.
+
+One row per model x benchmark x metric x round: `round` is "all" for the metrics of the
+whole benchmark (results.json `metrics`), else the key of results.json `rounds` ("1",
+"1-10"). Every rate keeps its numerator and denominator; nothing is re-scored.
+
+    >>> from duplexeval.results import load
+    >>> df = load("runs/embedded-...")           # pandas DataFrame
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from duplexeval.reports.run_dir import load_run
+
+COLUMNS = ["model", "benchmark", "condition", "metric", "round", "value", "numerator", "denominator", "reported",
+           "unit", "note", "path"]
+
+
+def _row(result, run, metric: str, rnd: str, m: dict[str, Any]) -> dict[str, Any]:
+    return {"model": result.model, "benchmark": result.benchmark, "condition": result.condition, "metric": metric,
+            "round": rnd, "value": m.get("value"), "numerator": m.get("numerator"), "denominator": m.get("denominator"),
+            "reported": m.get("reported", True), "unit": m.get("unit"), "note": m.get("note"),
+            "path": run.relative(result.path)}
+
+
+def rows(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The tidy rows (plain dicts), in a stable order."""
+    run = load_run(run_dir)
+    out = []
+    for r in run.results:
+        for name, m in sorted(r.metrics().items()):
+            if isinstance(m, dict) and ("value" in m or "denominator" in m):
+                out.append(_row(r, run, name, "all", m))
+        rounds = r.rounds()
+        keys = sorted(rounds, key=lambda k: (0, int(k), "") if k.isdigit() else (1, 0, k))
+        for key in keys:
+            for name, m in sorted((rounds[key] or {}).items()):
+                if isinstance(m, dict) and ("value" in m or "denominator" in m):
+                    out.append(_row(r, run, name, key, m))
+    return out
+
+
+def load(run_dir: str | Path):
+    """The tidy table as a pandas DataFrame (columns: duplexeval.results.COLUMNS)."""
+    import pandas as pd
+
+    return pd.DataFrame(rows(run_dir), columns=COLUMNS)
+
+
+def to_markdown(table: list[dict[str, Any]]) -> str:
+    def cell(v: Any) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return f"{v:.4f}"
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in COLUMNS) + " |" for r in table]
+    return "\n".join(lines) + "\n"
