@@ -28,6 +28,7 @@ import torch  # noqa: E402
 
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.freeze_omni import FreezeOmniServer  # noqa: E402
+from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
 
 CHUNK, OUT = 2560, 3840
 DIM = 8
@@ -252,25 +253,8 @@ def test_same_seed_same_reply_other_seed_may_differ_in_length():
     assert len(lengths) > 1
 
 
-def standin_spec() -> dict:
-    from duplexeval.runner import load_model_spec
-
-    data = dict(load_model_spec("freeze-omni").data)
-    data["id"] = "standin-freeze-omni"
-    data["launch"] = {"backend": "local", "startup_timeout_s": 60, "step_timeout_s": 20,
-                      "command": ["{python}", "tests/test_shims_freeze_omni.py", "--socket", "{socket}"]}
-    return data
-
-
 def test_conformance_passes_on_the_stand_in():
-    from duplexeval.runner import model_spec_from
-    from duplexeval.runner.conformance import run_conformance
-
-    results = run_conformance(model_spec_from(standin_spec()))
-    failed = [f"{r.name}: {r.detail}" for r in results if r.status == "fail"]
-    assert not failed, failed
-    assert {r.name for r in results if r.status == "pass"} >= {"start", "handshake", "lockstep", "reset", "errors",
-                                                               "fork", "realtime"}
+    assert_conformance(standin_spec("freeze-omni", "tests/test_shims_freeze_omni.py"), BASE_CHECKS | {"fork"})
 
 
 if __name__ == "__main__":

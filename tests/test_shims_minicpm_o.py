@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.framing import FrameFifo, PcmError, pcm_float32  # noqa: E402
 from duplexeval.shims.minicpm_o import MiniCPMOServer, StuckListenWatch  # noqa: E402
+from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
 
 OUT = 24000
 
@@ -197,26 +198,8 @@ def test_no_voice_file_is_refused_at_start():
         MiniCPMOServer(StandInDuplex(), prompt_wav_path="")
 
 
-def standin_spec() -> dict:
-    """The real spec's audio, clocks and capabilities; the launch replaced by this file on the stand-in."""
-    from duplexeval.runner import load_model_spec
-
-    data = dict(load_model_spec("minicpm-o-4.5").data)
-    data["id"] = "standin-minicpm-o-4.5"
-    data["launch"] = {"backend": "local", "startup_timeout_s": 60, "step_timeout_s": 20,
-                      "command": ["{python}", "tests/test_shims_minicpm_o.py", "--socket", "{socket}"]}
-    return data
-
-
 def test_conformance_passes_on_the_stand_in():
-    from duplexeval.runner import model_spec_from
-    from duplexeval.runner.conformance import run_conformance
-
-    results = run_conformance(model_spec_from(standin_spec()))
-    failed = [f"{r.name}: {r.detail}" for r in results if r.status == "fail"]
-    assert not failed, failed
-    assert {r.name for r in results if r.status == "pass"} >= {"start", "handshake", "lockstep", "reset", "errors",
-                                                               "realtime"}
+    assert_conformance(standin_spec("minicpm-o-4.5", "tests/test_shims_minicpm_o.py"), BASE_CHECKS)
 
 
 if __name__ == "__main__":

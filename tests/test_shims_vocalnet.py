@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.endpointer import Endpointer  # noqa: E402
 from duplexeval.shims.vocalnet import VocalNetServer  # noqa: E402
+from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
 
 IN, OUT = 1280, 1920
 
@@ -163,25 +164,8 @@ def test_endpointer_state_copies():
     assert ep.in_turn
 
 
-def standin_spec() -> dict:
-    from duplexeval.runner import load_model_spec
-
-    data = dict(load_model_spec("vocalnet").data)
-    data["id"] = "standin-vocalnet"
-    data["launch"] = {"backend": "local", "startup_timeout_s": 60, "step_timeout_s": 20,
-                      "command": ["{python}", "tests/test_shims_vocalnet.py", "--socket", "{socket}"]}
-    return data
-
-
 def test_conformance_passes_on_the_stand_in():
-    from duplexeval.runner import model_spec_from
-    from duplexeval.runner.conformance import run_conformance
-
-    results = run_conformance(model_spec_from(standin_spec()))
-    failed = [f"{r.name}: {r.detail}" for r in results if r.status == "fail"]
-    assert not failed, failed
-    assert {r.name for r in results if r.status == "pass"} >= {"start", "handshake", "lockstep", "reset", "errors",
-                                                               "fork", "realtime"}
+    assert_conformance(standin_spec("vocalnet", "tests/test_shims_vocalnet.py"), BASE_CHECKS | {"fork"})
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import torch  # noqa: E402
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.codec_loop import IncrementalCodec  # noqa: E402
 from duplexeval.shims.voila import SEG_LEN, VoilaLoop, VoilaServer, VoilaTokens  # noqa: E402
+from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
 
 NQ, CB = 2, 16
 TOK = VoilaTokens(min_audio_token_id=100, audio_token_id=5, assistant_token_id=6, eos_token_id=2, pad_token_id=0,
@@ -240,25 +241,8 @@ def test_a_two_dimensional_prompt_is_widened_to_both_channels():
     assert loop.input_ids.shape == (1, 2, 2 * NQ)
 
 
-def standin_spec() -> dict:
-    from duplexeval.runner import load_model_spec
-
-    data = dict(load_model_spec("voila").data)
-    data["id"] = "standin-voila"
-    data["launch"] = {"backend": "local", "startup_timeout_s": 60, "step_timeout_s": 20,
-                      "command": ["{python}", "tests/test_shims_voila.py", "--socket", "{socket}"]}
-    return data
-
-
 def test_conformance_passes_on_the_stand_in():
-    from duplexeval.runner import model_spec_from
-    from duplexeval.runner.conformance import run_conformance
-
-    results = run_conformance(model_spec_from(standin_spec()))
-    failed = [f"{r.name}: {r.detail}" for r in results if r.status == "fail"]
-    assert not failed, failed
-    assert {r.name for r in results if r.status == "pass"} >= {"start", "handshake", "lockstep", "reset", "errors",
-                                                               "fork", "realtime"}
+    assert_conformance(standin_spec("voila", "tests/test_shims_voila.py"), BASE_CHECKS | {"fork"})
 
 
 if __name__ == "__main__":

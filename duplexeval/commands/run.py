@@ -56,6 +56,21 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
 _ITEM_LINE = re.compile(r"^\s+(\d+)/(\d+) (\S+) (.*?)(?: \[\d+ s\])?$")
 
 
+def _advance(bar, stream, desc: str | None, done: int, total: int, item: str):
+    """The tqdm bar for `desc`/`total` (a new one when the old is for another), moved to `done`."""
+    if bar is not None and (bar.desc != (desc or "") or bar.total != total):
+        bar.close()
+        bar = None
+    if bar is None:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=desc, unit="item", file=stream, leave=False, dynamic_ncols=True)
+    bar.n = done
+    bar.set_postfix_str(item, refresh=False)
+    bar.refresh()
+    return bar
+
+
 class ProgressPrinter:
     """execute()'s progress lines as a tqdm bar per job (count, rate, ETA) on a terminal.
 
@@ -79,14 +94,7 @@ class ProgressPrinter:
             if not ok:
                 self._write(line)
             return
-        if self.bar is None or self.bar.total != total:
-            self.close()
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, unit="item", file=self.stream, leave=False, dynamic_ncols=True)
-        self.bar.n = done
-        self.bar.set_postfix_str(item, refresh=False)
-        self.bar.refresh()
+        self.bar = _advance(self.bar, self.stream, None, done, total, item)
         if not ok:
             self._write(line)
 
@@ -102,16 +110,8 @@ class ProgressPrinter:
         """score_bench_dir's `progress` (scoring and ASR, per item): a 'scoring' bar, quiet off a TTY.
 
         execute() passes it on as `progress=getattr(progress, "scoring", None)`."""
-        if not self.tty:
-            return
-        if self.bar is None or self.bar.desc != "scoring" or self.bar.total != total:
-            self.close()
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc="scoring", unit="item", file=self.stream, leave=False, dynamic_ncols=True)
-        self.bar.n = done
-        self.bar.set_postfix_str(item, refresh=False)
-        self.bar.refresh()
+        if self.tty:
+            self.bar = _advance(self.bar, self.stream, "scoring", done, total, item)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -130,15 +130,8 @@ class ItemBar:
         self.bar = None
 
     def __call__(self, done: int, total: int, item: str) -> None:
-        if not self.tty:
-            return
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=self.desc, unit="item", file=self.stream, leave=False, dynamic_ncols=True)
-        self.bar.n = done
-        self.bar.set_postfix_str(item, refresh=False)
-        self.bar.refresh()
+        if self.tty:
+            self.bar = _advance(self.bar, self.stream, self.desc, done, total, item)
 
     def close(self) -> None:
         if self.bar is not None:
