@@ -40,14 +40,28 @@ running() {
   [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
 }
 
+clear_stale_state() {
+  # An engine killed with its session (SIGKILL: no clean stop) leaves runtime state behind:
+  # containerd's pid file and sockets in the exec root, netns and overlay mounts. Its
+  # containerd then never comes up ("timeout waiting for containerd to start"). The exec
+  # root is runtime state only, so it is dropped; images and layers in the data root stay.
+  local mounts
+  mounts=$(awk -v d="$ENGINE_DIR/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r)
+  for m in $mounts; do $SUDO umount -l "$m" 2>/dev/null || true; done
+  pkill -9 -f "containerd --config $ENGINE_DIR/exec/" 2>/dev/null || true
+  pkill -9 -f "containerd-shim.*$ENGINE_DIR" 2>/dev/null || true
+  $SUDO rm -rf "$ENGINE_DIR/exec"
+  rm -f "$PIDFILE" "$SOCK"
+}
+
 start_engine() {
   install_engine
   if running && DOCKER_HOST="$HOST" docker info >/dev/null 2>&1; then
     echo "docker-engine: already running (pid $(cat "$PIDFILE")); export DOCKER_HOST=$HOST"
     return 0
   fi
+  clear_stale_state
   $SUDO mkdir -p "$ENGINE_DIR/data" "$ENGINE_DIR/exec"
-  rm -f "$PIDFILE" "$SOCK"
   # setsid: the daemon is not in the caller's process group, so a Ctrl-C there does not
   # kill it half-way through removing containers; `stop` ends it by PID.
   $SUDO setsid dockerd --data-root "$ENGINE_DIR/data" --exec-root "$ENGINE_DIR/exec" \
