@@ -28,3 +28,18 @@ def assert_conformance(spec: dict, must_pass: set[str]) -> None:
     failed = [f"{r.name}: {r.detail}" for r in results if r.status == "fail"]
     assert not failed, failed
     assert {r.name for r in results if r.status == "pass"} >= must_pass
+
+
+def drive(srv, inputs, start: int = 0, seed: int | None = 0, prompt=None):
+    """Steps `srv` in process over `inputs` (a fresh session first unless seed is None).
+
+    Returns the output frames and the events (text/state) each step queued.
+    """
+    if seed is not None:
+        srv.start_session("lockstep", seed, prompt)
+    outs, events = [], []
+    for i, x in enumerate(inputs, start):
+        srv._pending = []
+        outs.append(srv.step(i, x, None))
+        events += srv._pending
+    return outs, events

@@ -28,7 +28,7 @@ import torch  # noqa: E402
 
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.freeze_omni import FreezeOmniServer  # noqa: E402
-from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
+from shim_helpers import BASE_CHECKS, assert_conformance, drive, standin_spec  # noqa: E402
 
 CHUNK, OUT = 2560, 3840
 DIM = 8
@@ -168,20 +168,11 @@ def chunks(pattern: str) -> list[np.ndarray]:
     return [loud if c == "L" else np.zeros(CHUNK, dtype=np.float32) for c in pattern]
 
 
-def run(srv: FreezeOmniServer, inputs, start: int = 0, seed: int | None = 0, prompt=None):
-    if seed is not None:
-        srv.start_session("lockstep", seed, prompt)
-    outs, events = [], []
-    for i, x in enumerate(inputs, start):
-        srv._pending = []
-        outs.append(srv.step(i, x, None))
-        events += srv._pending
-    return outs, events
 
 
 def test_a_reply_is_generated_at_ss_queued_and_played_in_fixed_frames():
     srv = make_server()
-    outs, events = run(srv, chunks("qqLLLLqqq" + "q" * 20))
+    outs, events = drive(srv, chunks("qqLLLLqqq" + "q" * 20))
     assert all(o.shape == (OUT,) for o in outs)
     said = np.concatenate(outs)
     states = [(e["frame_idx"], e["state"]) for e in events if e["type"] == "state"]
@@ -200,7 +191,7 @@ def test_a_reply_is_generated_at_ss_queued_and_played_in_fixed_frames():
 
 def test_tts_segments_split_at_punctuation_with_first_and_later_chunk_sizes():
     srv = make_server()
-    run(srv, chunks("LLLLqqq" + "q" * 4))
+    drive(srv, chunks("LLLLqqq" + "q" * 4))
     calls = srv.tts.calls
     assert calls, "no reply"
     assert calls[0]["chunk"] == 20 and calls[0]["threshold"] == 0.1
@@ -213,7 +204,7 @@ def test_tts_segments_split_at_punctuation_with_first_and_later_chunk_sizes():
 
 def test_a_new_ss_during_playback_interrupts_the_reply():
     srv = make_server(role="stand-in role")
-    outs, events = run(srv, chunks("LLLLqqq" + "LLLqqq" + "q" * 40))
+    outs, events = drive(srv, chunks("LLLLqqq" + "LLLqqq" + "q" * 40))
     assert srv.scheduler.replies == 2
     assert srv.scheduler.interrupted == 1
     assert srv.pipeline.roles == ["stand-in role"]  # prefilled once, then copied per session
@@ -221,22 +212,22 @@ def test_a_new_ss_during_playback_interrupts_the_reply():
 
 def test_the_vad_timeout_leaves_the_dialogue():
     srv = make_server()
-    run(srv, chunks("LL" + "q" * 16))
+    drive(srv, chunks("LL" + "q" * 16))
     assert srv.vad.in_dialog is False and srv.scheduler.replies == 0
 
 
 def test_fork_restores_outputs_queue_rng_and_vad_by_replay():
     srv = make_server()
     head = chunks("qLLLLqq")
-    run(srv, head)
+    drive(srv, head)
     level = srv.vad._StandInVAD__level  # the VAD's private state, never copied by the shim
     snap = srv.snapshot()
     tail = chunks("q" + "q" * 6 + "LLLLqqq" + "q" * 10)
-    a, ea = run(srv, tail, start=len(head), seed=None)
+    a, ea = drive(srv, tail, start=len(head), seed=None)
     assert srv.vad._StandInVAD__level != level
     srv.restore(snap)
     assert srv.vad._StandInVAD__level == level  # rebuilt by replaying the session's chunks
-    b, eb = run(srv, tail, start=len(head), seed=None)
+    b, eb = drive(srv, tail, start=len(head), seed=None)
     assert all(np.array_equal(x, y) for x, y in zip(a, b)) and ea == eb
     assert np.concatenate(a).any()
 
@@ -245,10 +236,10 @@ def test_same_seed_same_reply_other_seed_may_differ_in_length():
     lengths = set()
     for seed in range(6):
         srv = make_server()
-        run(srv, chunks("LLLLqqq"), seed=seed)
+        drive(srv, chunks("LLLLqqq"), seed=seed)
         lengths.add(len(srv.whole_text))
         again = make_server()
-        run(again, chunks("LLLLqqq"), seed=seed)
+        drive(again, chunks("LLLLqqq"), seed=seed)
         assert again.whole_text == srv.whole_text
     assert len(lengths) > 1
 

@@ -31,7 +31,7 @@ import torch  # noqa: E402
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.codec_loop import IncrementalCodec  # noqa: E402
 from duplexeval.shims.voila import SEG_LEN, VoilaLoop, VoilaServer, VoilaTokens  # noqa: E402
-from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
+from shim_helpers import BASE_CHECKS, assert_conformance, drive, standin_spec  # noqa: E402
 
 NQ, CB = 2, 16
 TOK = VoilaTokens(min_audio_token_id=100, audio_token_id=5, assistant_token_id=6, eos_token_id=2, pad_token_id=0,
@@ -158,21 +158,12 @@ def frames(pattern: str) -> list[np.ndarray]:
     return [loud if c == "L" else np.zeros(SEG_LEN, dtype=np.float32) for c in pattern]
 
 
-def run(srv, inputs, start=0, seed: int | None = 0, prompt=None):
-    if seed is not None:
-        srv.start_session("lockstep", seed, prompt)
-    outs, events = [], []
-    for i, x in enumerate(inputs, start):
-        srv._pending = []
-        outs.append(srv.step(i, x, None))
-        events += srv._pending
-    return outs, events
 
 
 def test_one_user_codec_token_per_frame_and_text_steps_take_no_audio_time():
     srv = make_server()
     pattern = "qqLLLqqqq" + "q" * 14
-    outs, events = run(srv, frames(pattern))
+    outs, events = drive(srv, frames(pattern))
     assert all(o.shape == (SEG_LEN,) for o in outs)
     rows = srv.loop.input_ids[0]
     prompt_len = prompt_ids("").shape[1]
@@ -191,7 +182,7 @@ def test_one_user_codec_token_per_frame_and_text_steps_take_no_audio_time():
 def test_the_user_channel_carries_the_incrementally_encoded_frames():
     srv = make_server()
     pattern = "qLLqLq"
-    run(srv, frames(pattern))
+    drive(srv, frames(pattern))
     rows = srv.loop.input_ids[0, prompt_ids("").shape[1]:]
     user = [r[:NQ].tolist() for r in rows if r[0] >= TOK.min_audio_token_id]
     whole = StandInCodec().encode(np.concatenate(frames(pattern))).numpy()
@@ -215,25 +206,25 @@ def test_incremental_codec_equals_the_whole_clip_once_the_window_covers_the_rece
 
 def test_fork_restores_cache_input_ids_speaking_flag_and_codec():
     srv = make_server(memory=1)
-    run(srv, frames("qLLLqq"))
+    drive(srv, frames("qLLLqq"))
     snap = srv.snapshot()
-    a, ea = run(srv, frames("qq" + "q" * 10 + "LLqqq"), start=6, seed=None)
+    a, ea = drive(srv, frames("qq" + "q" * 10 + "LLqqq"), start=6, seed=None)
     srv.restore(snap)
-    b, eb = run(srv, frames("qq" + "q" * 10 + "LLqqq"), start=6, seed=None)
+    b, eb = drive(srv, frames("qq" + "q" * 10 + "LLqqq"), start=6, seed=None)
     assert all(np.array_equal(x, y) for x, y in zip(a, b)) and ea == eb
     assert np.concatenate(a).any()
 
 
 def test_same_seed_same_bytes():
-    a, _ = run(make_server(), frames("qLLLqqq" + "q" * 10), seed=4)
-    b, _ = run(make_server(), frames("qLLLqqq" + "q" * 10), seed=4)
+    a, _ = drive(make_server(), frames("qLLLqqq" + "q" * 10), seed=4)
+    b, _ = drive(make_server(), frames("qLLLqqq" + "q" * 10), seed=4)
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
 def test_a_runaway_of_text_tokens_is_an_error_not_a_hang():
     srv = make_server(runaway=True)
     with pytest.raises(RuntimeError, match="non-audio tokens in a row"):
-        run(srv, frames("qLLLqqq" + "q" * 4))
+        drive(srv, frames("qLLLqqq" + "q" * 4))
 
 
 def test_a_two_dimensional_prompt_is_widened_to_both_channels():
