@@ -16,6 +16,8 @@ WEIGHTS_CACHE ?= $(HOME)/.cache/duplexeval/weights
 SUITE  ?= embedded
 MODELS ?=
 PYTEST_ARGS ?=
+# The suite runs on every core (pytest-xdist; tests/conftest.py says how modules are grouped).
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 .PHONY: setup test fuzz reproduce validate image clean-runs qwen3-venv harness-image harness-check
 
@@ -48,7 +50,7 @@ test: setup qwen3-venv
 	# Qwen3-ASR on random tiny models, in its own venv (they skip in the main one); first,
 	# so the main suite's summary is the last line a reader (or CI) sees.
 	$(QWEN3_VENV)/bin/pytest -p no:cacheprovider tests/test_qwen3_asr.py
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 reproduce: setup
 	$(VENV)/bin/duplexeval reproduce --suite $(SUITE) $(if $(MODELS),--models $(MODELS),)

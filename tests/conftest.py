@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# `make test` runs the suite on every core with pytest-xdist (`-n N --dist loadgroup
+# --no-loadscope-reorder`). Each module is one work unit, so a module-scoped fixture (an
+# embedded-suite run, a Moshi run) is built once; the modules measured to dominate
+# (`--durations`, 2-core machine) go first, so the workers finish together instead of one
+# starting a five-minute module last.
+SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_cascaded_baseline_run", "test_mtr_e2e",
+                 "test_executors", "test_moshi_conformance", "test_moshi_shim", "test_mtr_context")
+# Modules that use the Docker engine share one unit: their session fixtures build images
+# once, and no two workers build (or clean up) containers at the same time.
+DOCKER_GROUP = "docker"
+
+
+def pytest_collection_modifyitems(config, items):
+    docker_modules = {item.module.__name__ for item in items if "docker_engine" in item.fixturenames}
+    rank = {name: n for n, name in enumerate(SLOWEST_FIRST)}
+    for item in items:
+        module = item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP if module in docker_modules else module))
+    items.sort(key=lambda item: rank.get(item.module.__name__, len(rank)))  # stable: file order kept within
 
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     # Tests must not read or write the user's .cache; one cache per session keeps the
-    # (slow to build) TTS and ASR caches shared between tests of one run.
-    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+    # (slow to build) TTS and ASR caches shared between tests of one run, and between the
+    # xdist workers of one run (every cache entry is written atomically under its hash).
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(root / "cache"))
 
 
 # ---- the Docker engine (tests marked `docker`) ----------------------------------------

@@ -105,7 +105,9 @@ def fetch(dataset: str) -> None:
 
     try:
         click.echo(str(fetch_dataset(dataset)))
-    except (DatasetUnavailable, KeyError) as exc:
+    except KeyError as exc:  # an unknown name is a usage error (exit 2), not a quoted KeyError
+        raise click.BadParameter(str(exc.args[0]), param_hint="DATASET") from None
+    except DatasetUnavailable as exc:
         raise click.ClickException(str(exc)) from None
 
 

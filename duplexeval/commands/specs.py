@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from duplexeval.specs import KINDS, Registry, SpecErrors, specs_root
+from duplexeval.specs import KINDS, Registry, SpecErrors, spec_roots
 
 PLURAL = {"models": "model", "benchmarks": "benchmark", "judges": "judge", "suites": "suite"}
 
@@ -16,7 +16,7 @@ PLURAL = {"models": "model", "benchmarks": "benchmark", "judges": "judge", "suit
 @click.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Spec tree to check references against (default: the repository's specs/).")
+              help="Spec tree to check references against (default: the bundle's specs/ and $DUPLEXEVAL_SPECS).")
 def validate(paths: tuple[Path, ...], root: Path | None) -> None:
     """Validate specs against their JSON Schemas and cross-references.
 
@@ -24,15 +24,19 @@ def validate(paths: tuple[Path, ...], root: Path | None) -> None:
     folder; files outside the tree are checked against the tree's specs. Exits 1 on any
     invalid spec, printing `file:LINE: field: message` for each problem.
     """
-    root = root or specs_root()
+    try:
+        roots = (root.resolve(),) if root else spec_roots()
+    except SpecErrors as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
     extra: list[Path] = []
     for path in paths:
         resolved = path.resolve()
         if resolved.is_dir():
-            if resolved == root or root in resolved.parents:
-                continue  # part of the tree: loaded anyway
+            if any(resolved == r or r in resolved.parents for r in roots):
+                continue  # part of a tree: loaded anyway
             extra += sorted(p for p in resolved.rglob("*.yaml") if not p.name.startswith("_"))
-        elif root not in resolved.parents:
+        elif not any(r in resolved.parents for r in roots):
             extra.append(resolved)
     try:
         registry = Registry.load(root, extra_files=extra)

@@ -24,17 +24,16 @@ _cache_option = click.option(
 
 def _load(model_id: str) -> Any:
     """One model spec file (not the whole Registry), as `duplexeval.runner.load_model_spec` does."""
-    from duplexeval.specs import SpecErrors, UnknownSpecError, load_spec, specs_root
+    from duplexeval.specs import SpecErrors, UnknownSpecError, find_spec_file, known_spec_ids, load_spec
 
     # Model specs, and the local perception models (ASR/TTS judges) that need weights too.
-    folders = (specs_root() / "models", specs_root() / "judges" / "perception")
+    folders = ("models", "judges/perception")
     try:
         for folder in folders:
-            path = folder / f"{model_id}.yaml"
-            if path.exists():
+            path = find_spec_file(folder, model_id)
+            if path is not None:
                 return load_spec(path)
-        known = sorted(p.stem for f in folders for p in f.glob("*.yaml") if not p.name.startswith("_"))
-        raise UnknownSpecError("model", model_id, known)
+        raise UnknownSpecError("model", model_id, sorted(i for f in folders for i in known_spec_ids(f)))
     except (SpecErrors, UnknownSpecError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

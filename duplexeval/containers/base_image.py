@@ -22,8 +22,9 @@ import yaml
 
 from duplexeval.containers.engine import MANAGED_LABEL
 from duplexeval.io import sha256_json
+from duplexeval.resources import resource
 
-BASE_RECIPE = Path(__file__).resolve().parents[2] / "images" / "base" / "base.yaml"
+BASE_RECIPE = resource("images", "base", "base.yaml")
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 ID_ENV = "DUPLEXEVAL_BASE_ID"
 # What the base must never carry into an image: package caches, apt lists, logs.

@@ -26,12 +26,14 @@ from typing import Any, Callable
 from duplexeval.containers.engine import MANAGED_LABEL, MODEL_LABEL
 from duplexeval.containers.wheelhouse import MANIFEST, stage_wheelhouse
 from duplexeval.io import sha256_file, sha256_json
-from duplexeval.runner.modelspec import LOCAL_BASE_IMAGE, REPO_ROOT, ModelSpec
+from duplexeval.resources import package_dir
+from duplexeval.runner.modelspec import LOCAL_BASE_IMAGE, ModelSpec
 
 CONTEXT_LABEL = "duplexeval.context"
 WHEELS_LABEL = "duplexeval.wheelhouse"
 BASE_LABEL = "duplexeval.base"
-PACKAGE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+# _bundle: an installed wheel's copy of specs/images/... (duplexeval.resources), not package source.
+PACKAGE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "_bundle")
 
 
 class ImageBuildError(RuntimeError):
@@ -48,7 +50,7 @@ class BuiltImage:
 
 
 def image_folder(spec: ModelSpec) -> Path:
-    folder = (REPO_ROOT / spec.build).resolve() if spec.build else None
+    folder = (spec.home / spec.build).resolve() if spec.build else None
     if folder is None or not (folder / "Dockerfile").is_file():
         raise ImageBuildError(f"model {spec.id}: launch.build {spec.build!r} has no Dockerfile"
                               + (f" ({folder}/Dockerfile)" if folder else ""))
@@ -59,10 +61,10 @@ def stage_build_context(spec: ModelSpec, dest: Path, progress: Callable[[str], N
     """Writes the context into `dest`; returns the wheelhouse manifest."""
     folder = image_folder(spec)
     # A folder outside the repository (a model author's checkout) is staged as images/<name>.
-    rel = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else Path("images") / folder.name
+    rel = folder.relative_to(spec.home) if folder.is_relative_to(spec.home) else Path("images") / folder.name
     shutil.copyfile(folder / "Dockerfile", dest / "Dockerfile")
     shutil.copytree(folder, dest / rel, ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
-    shutil.copytree(REPO_ROOT / "duplexeval", dest / "duplexeval", ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
+    shutil.copytree(package_dir(), dest / "duplexeval", ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
     return stage_wheelhouse(folder, dest / "wheels", progress=progress)
 
 

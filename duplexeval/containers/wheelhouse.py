@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from duplexeval.io import atomic_write_json, sha256_file, sha256_json
+from duplexeval.resources import bundle_root
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = bundle_root()  # a checkout, or an installed wheel's copy (duplexeval.resources)
 LOCK = REPO_ROOT / "requirements" / "lock.txt"
 REQUIREMENTS = "requirements.txt"
 REQUIREMENTS_NODEPS = "requirements-nodeps.txt"

