@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from duplexeval.scenes import EMBEDDED_SCENES, conversation, load_scene, load_scenes
+from duplexeval.scenes.rules import n4_placement_counts, n4_sides
 from duplexeval.specs import SpecErrors
 
 BASE = {
@@ -123,15 +124,76 @@ def test_unknown_speaker_voice_is_refused(tmp_path):
     assert "turns[3]: speaker 'D' has no voice" in errors_of(tmp_path, data)
 
 
-def test_embedded_suite_has_24_valid_scenes_covering_every_label_with_n4_after_t():
+def _pair_first(data):
+    """BASE with its N4 pair moved to the front: N4Q N4R N2 N1 T."""
+    data = copy.deepcopy(data)
+    data["turns"] = data["turns"][3:5] + data["turns"][:3]
+    data["turns"].append({"speaker": "B", "label": "N2", "text": "Let's go."})  # T is never last
+    return data
+
+
+def test_an_n4_pair_before_t_is_valid(tmp_path):
+    scene = load_scene(write(tmp_path, _pair_first(BASE)))
+    assert [t.label for t in scene.turns] == ["N4Q", "N4R", "N2", "N1", "T", "N2"]
+    assert n4_sides(scene) == (1, 0)
+
+
+def test_an_n4_pair_ending_right_where_t_starts_is_valid(tmp_path):
+    # N4R is the turn just before T: the pair ends where T's turn gap begins.
+    data = copy.deepcopy(BASE)
+    data["turns"] = data["turns"][:2] + data["turns"][3:5] + [data["turns"][2]]
+    data["turns"].append({"speaker": "B", "label": "N2", "text": "Let's go."})
+    scene = load_scene(write(tmp_path, data))
+    assert [t.label for t in scene.turns] == ["N2", "N1", "N4Q", "N4R", "T", "N2"]
+    assert n4_sides(scene) == (1, 0)
+
+
+def test_an_n4_pair_starting_right_after_t_is_valid(tmp_path):
+    scene = load_scene(write(tmp_path, BASE))  # ... T N4Q N4R
+    assert n4_sides(scene) == (0, 1)
+
+
+def test_an_n4_pair_around_t_is_refused(tmp_path):
+    # N4Q T N4R: the pair would enclose T (the 3 s N4 gap would hold T).
+    data = copy.deepcopy(BASE)
+    data["turns"] = data["turns"][:2] + [data["turns"][3], data["turns"][2], data["turns"][4]]
+    msg = errors_of(tmp_path, data)
+    assert "turns[2]: N4Q must be directly followed by its N4R (T comes between" in msg
+    assert "turns[4]: N4R must directly follow an N4Q (T comes between" in msg
+
+
+def test_embedded_suite_has_24_valid_scenes_with_n4_pairs_before_and_after_t():
     scenes = load_scenes(EMBEDDED_SCENES)
-    assert len(scenes) >= 24
+    assert len(scenes) == 24  # the suite's run time is planned for 24 scenes (48 conversations)
     labels = {t.label for s in scenes for t in s.turns}
     assert labels == {"T", "N1", "N2", "N3", "N4Q", "N4R"}
     for s in scenes:
-        n4q = [t.index for t in s.turns if t.label == "N4Q"]
-        assert any(i > s.t_index for i in n4q), s.id  # every scene resolves a question after T
         assert 8 <= len(s.turns) <= 13, s.id
+        assert sum(n4_sides(s)) >= 1, s.id
+    sides = [n4_sides(s) for s in scenes]
+    # Both sides of T, as the paper's counts imply (968 scenes with an N4 after T, 1,911 N4
+    # events; App. A2.2, Table 7): 12 pairs before T (4 scenes with no pair after T), 20 after.
+    assert (sum(b for b, _ in sides), sum(a for _, a in sides)) == (12, 20)
+    assert sum(a == 0 for _, a in sides) == 4
+    # The boundaries: a pair ending right before T, and one starting right after it.
+    assert any(s.turns[s.t_index - 1].label == "N4R" for s in scenes)
+    assert any(s.turns[s.t_index + 1].label == "N4Q" for s in scenes)
     # Stop is reported only with >= 30 eligible events (§4.3): a perfect agent must reach it.
-    assert sum(t.label == "N4Q" for s in scenes for t in s.turns) >= 30
+    assert sum(t.label == "N4Q" for s in scenes for t in s.turns) == 32
     assert len({s.attributes["setting"] for s in scenes}) >= 12
+
+
+def test_scenes_validate_prints_the_papers_n4_counts_for_a_set(tmp_path):
+    from click.testing import CliRunner
+
+    from duplexeval.cli import cli
+
+    write(tmp_path, BASE, "after.yaml")  # pair after T
+    write(tmp_path, {**_pair_first(BASE), "id": "first"}, "before.yaml")  # pair before T
+    result = CliRunner().invoke(cli, ["scenes", "validate", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert ("2 scenes valid; 1 with an N4 after T, 1 with one before T; "
+            "N4 events: 2 (1 after T, 1 before T)") in result.output
+    counts = n4_placement_counts(load_scenes(EMBEDDED_SCENES))
+    assert counts == {"scenes_with_n4_after_t": 20, "scenes_with_n4_before_t": 12,
+                      "n4_events_after_t": 20, "n4_events_before_t": 12, "n4_events": 32}

@@ -83,19 +83,24 @@ def scenes() -> None:
 def validate(paths: tuple[Path, ...]) -> None:
     """Validate scene files or folders (default: the embedded suite); every error is printed."""
     from duplexeval.scenes.loader import load_scenes
+    from duplexeval.scenes.rules import n4_placement_counts
     from duplexeval.specs.errors import SpecErrors
 
-    total = 0
+    scenes = []
     failed = False
     for path in paths or (EMBEDDED_SCENES,):
         try:
-            total += len(load_scenes(path))
+            scenes += load_scenes(path)
         except SpecErrors as exc:
             click.echo(str(exc), err=True)
             failed = True
     if failed:
         raise SystemExit(1)
-    click.echo(f"{total} scenes valid")
+    n4 = n4_placement_counts(scenes)
+    # The paper's App. A2.2 / Table 7 counts, for comparing a generated set (docs/mpe.md).
+    click.echo(f"{len(scenes)} scenes valid; {n4['scenes_with_n4_after_t']} with an N4 after T, "
+               f"{n4['scenes_with_n4_before_t']} with one before T; N4 events: {n4['n4_events']} "
+               f"({n4['n4_events_after_t']} after T, {n4['n4_events_before_t']} before T)")
 
 
 @scenes.command("render")
@@ -151,6 +156,7 @@ def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, a
     from duplexeval.judges.llm import Judge
     from duplexeval.scenes.generate import generate_scenes
     from duplexeval.scenes.loader import load_scenes
+    from duplexeval.scenes.plan import ScenePlan
     from duplexeval.specs import Registry
 
     spec = Registry.load().get("judge", judge_id)
@@ -159,13 +165,18 @@ def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, a
     from duplexeval.commands import CommandError
 
     try:
+        plan = ScenePlan.from_spec(spec.data, str(spec.path))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+
+    try:
         attribute_sets = yaml.safe_load(attributes_file.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise CommandError(yaml_problem(attributes_file, exc)) from None
     template = load_scenes(EMBEDDED_SCENES)[0]  # the embedded suite's voices and preamble
     report = generate_scenes(writer, attribute_sets, out, speakers=template.speakers,
                              preamble={"text": template.preamble_text, "voice": template.preamble_voice},
-                             attempts=attempts)
+                             plan=plan, attempts=attempts)
     for line in report.rejected:
         click.echo(f"rejected: {line}", err=True)
     click.echo(json.dumps({"written": len(report.written), "failed": report.failed}))

@@ -7,7 +7,9 @@ generated set is reproducible from its cache (mode `replay`), and a cache miss i
 is an error, not a silent re-generation.
 
 Every answer is validated like a hand-written scene (schema, then rules: exactly one T,
-T never first or last, gold answer stated earlier, N4R right after N4Q). A scene that
+T never first or last, gold answer stated earlier, N4R right after N4Q), then against the
+judge spec's `scene_plan` (turn count, N4 pair count, the side of T each pair is on;
+duplexeval.scenes.plan). A scene that
 fails is not repaired: the next independent sample (its own cache entry) is tried, up to
 `attempts`, and every rejection is reported with its reason.
 """
@@ -24,6 +26,8 @@ import yaml
 from duplexeval.io import atomic_write_text
 from duplexeval.scenes.loader import validate_scene_data
 from duplexeval.scenes.model import Scene
+from duplexeval.scenes.plan import ScenePlan
+from duplexeval.scenes.rules import plan_problems
 from duplexeval.specs.errors import SpecError, SpecErrors
 
 ATTRIBUTES = ("setting", "activity", "relationship", "devices", "register")
@@ -58,15 +62,24 @@ def build_scene_data(answer: Any, attributes: dict[str, str], scene_id: str, wri
             "speakers": dict(speakers), "preamble": dict(preamble), "turns": answer["turns"]}
 
 
+def check_plan(scene: Scene, plan: ScenePlan, index: int) -> Scene:
+    """`scene` if it keeps its plan; else ValueError with every problem (turn-indexed)."""
+    problems = plan_problems(scene, turns=plan.turns, n4_pairs=plan.n4_pairs, placement=plan.placement_for(index))
+    if problems:
+        raise ValueError("; ".join(f"turns[{i}]: {m}" if i is not None else m for i, m in problems))
+    return scene
+
+
 def generate_scene(writer: SceneWriter, attributes: dict[str, str], index: int, *, speakers: dict[str, str],
-                   preamble: dict[str, str], attempts: int, report: GenerationReport) -> Scene | None:
-    """The first sample (0..attempts-1) that passes schema and rules, or None."""
+                   preamble: dict[str, str], plan: ScenePlan, attempts: int,
+                   report: GenerationReport) -> Scene | None:
+    """The first sample (0..attempts-1) that passes schema, rules and plan, or None."""
     missing = [a for a in ATTRIBUTES if not attributes.get(a)]
     if missing:
         raise ValueError(f"scene {index}: attributes {missing} are missing (need {', '.join(ATTRIBUTES)})")
     scene_id = scene_id_for(attributes, index)
     inputs = {"attributes": {a: attributes[a] for a in ATTRIBUTES}, "speakers": sorted(speakers),
-              "scene_index": index}
+              "scene_index": index, **plan.prompt_inputs(index)}
     for sample in range(attempts):
         verdict = writer.decide(inputs, sample=sample)
         if not verdict.parsed_ok:
@@ -74,7 +87,7 @@ def generate_scene(writer: SceneWriter, attributes: dict[str, str], index: int, 
             continue
         try:
             data = build_scene_data(verdict.value, attributes, scene_id, writer.id, speakers, preamble)
-            return validate_scene_data(data, Path(f"<generated {scene_id} sample {sample}>"))
+            return check_plan(validate_scene_data(data, Path(f"<generated {scene_id} sample {sample}>")), plan, index)
         except (SpecErrors, SpecError, ValueError) as exc:
             report.rejected.append(f"{scene_id}, sample {sample}: {exc}")
     report.failed.append(scene_id)
@@ -87,12 +100,17 @@ def scene_yaml(scene: Scene) -> str:
 
 
 def generate_scenes(writer: SceneWriter, attribute_sets: Iterable[dict[str, str]], out_dir: str | Path, *,
-                    speakers: dict[str, str], preamble: dict[str, str], attempts: int = 3) -> GenerationReport:
-    """Generates one scene per attribute set into `out_dir` (one YAML file each)."""
+                    speakers: dict[str, str], preamble: dict[str, str], plan: ScenePlan,
+                    attempts: int = 3) -> GenerationReport:
+    """Generates one scene per attribute set into `out_dir` (one YAML file each).
+
+    `plan` comes from the writer's judge spec (`ScenePlan.from_spec`): scene k's N4 side
+    is `plan.placement_for(k)`, so a set is reproducible from the attribute list order.
+    """
     out_dir = Path(out_dir)
     report = GenerationReport()
     for index, attributes in enumerate(attribute_sets):
-        scene = generate_scene(writer, attributes, index, speakers=speakers, preamble=preamble,
+        scene = generate_scene(writer, attributes, index, speakers=speakers, preamble=preamble, plan=plan,
                                attempts=attempts, report=report)
         if scene is not None:
             path = out_dir / f"{scene.id}.yaml"
