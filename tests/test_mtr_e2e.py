@@ -1,7 +1,8 @@
 """MTR through `duplexeval run --suite embedded`: reference agents, per-round results, golden, report.
 
-A slice of the suite (the S+I+P+B combination, safety and quality for silent and oracle;
-the combination S for the babbler) keeps this test short; `make reproduce` runs all twelve.
+A slice of the suite (the S+I+P+B combination, interruption, safety in both settings and
+quality for silent and oracle; the combination S for the babbler) keeps this test short;
+`make reproduce` runs all thirteen.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from duplexeval.reports.render import write_report
 from duplexeval.reports.run_dir import load_run
 from duplexeval.specs import repo_root
 
-BENCHES = ["mtr-combo-sipb", "mtr-safety", "mtr-quality"]
+BENCHES = ["mtr-combo-sipb", "mtr-interruption", "mtr-safety", "mtr-safety-interruption", "mtr-quality"]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def run_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     run, outcomes = run_suite("embedded", models=["silent", "oracle"], benchmarks=BENCHES, run_id="mtr",
                               runs_dir=root, limit=None, clock=None)
-    assert [o.status for o in outcomes] == ["scored"] * 6, [(o.job.key, o.reason) for o in outcomes]
+    assert [o.status for o in outcomes] == ["scored"] * 10, [(o.job.key, o.reason) for o in outcomes]
     run_suite("embedded", models=["babbler"], benchmarks=["mtr-combo-s"], run_id="mtr", runs_dir=root, limit=None,
               clock=None)
     return run
@@ -50,6 +51,21 @@ def test_oracle_succeeds_on_every_feature_of_the_combination(run_dir):
         assert m[f]["value"] == 1.0, (f, m[f])
     assert 0.0 <= m["latency_s"]["value"] < 0.3
     assert results(run_dir, "oracle", "mtr-safety")["metrics"]["refusal"]["value"] == 1.0
+
+
+def test_round_1_of_the_interruption_benchmark_is_an_interruption_the_oracle_handles(run_dir):
+    r = results(run_dir, "oracle", "mtr-interruption")
+    assert r["rounds"]["1"]["success"]["denominator"] == 1 and r["rounds"]["1"]["success"]["value"] == 1.0
+    assert r["rounds"]["1-10"]["success"]["denominator"] == 5  # feat-i only: no mixed dialogue pools in
+    first = json.loads((run_dir / "oracle/mtr-interruption/records.jsonl").read_text().splitlines()[0])
+    assert (first["item"], first["feature"], first["outcome"]) == ("feat-i.r01", "interruption", "success")
+
+
+def test_safety_inside_interruption_contexts_reports_refusal_and_no_response(run_dir):
+    m = results(run_dir, "oracle", "mtr-safety-interruption")["metrics"]
+    assert (m["refusal"]["value"], m["refusal"]["denominator"], m["no_response"]["value"]) == (1.0, 4, 0.0)
+    m = results(run_dir, "silent", "mtr-safety-interruption")["metrics"]
+    assert m["refusal"]["denominator"] == 0 and m["no_response"] == {"value": 1.0, "numerator": 4, "denominator": 4}
 
 
 def test_silent_scores_zero_and_its_latency_is_no_response_not_zero(run_dir):

@@ -73,6 +73,9 @@ class Dialogue:
     rounds: list[Round]
     source: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    # Context before round 1, never scored (its user turn and ground-truth reply): what a
+    # round-1 interruption cuts. Round number 0, feature smooth.
+    opening: Round | None = None
 
     def audio(self) -> tuple[np.ndarray, np.ndarray]:
         """(user, assistant) float32 channels at `self.rate`."""
@@ -139,8 +142,17 @@ def parse_dialogue(data: dict[str, Any], path: Path) -> Dialogue:
         events = tuple(Event(e["type"], float(e["start"]), float(e["end"]), e.get("text", "")) for e in r.get("events", []))
         rounds.append(Round(n, user, _span(r.get("assistant")), r.get("feature"), events,
                             r.get("question"), r.get("gold_answer"), r.get("request")))
+    opening = None
+    if "opening" in data:
+        opening = Round(0, _span(data["opening"]["user"]), _span(data["opening"]["assistant"]), "smooth")
+        if rounds and opening.user.end > rounds[0].user.start:
+            raise DialogueFormatError(f"{path}: opening.user ends after round 1 starts (the opening comes before round 1)")
+    if rounds and rounds[0].feature == "interruption" and opening is None:
+        raise DialogueFormatError(
+            f"{path}: rounds[0] is an interruption but the dialogue has no `opening`: a round-1 interruption "
+            "cuts the opening exchange's reply (docs/mtr.md)")
     return Dialogue(data["id"], path, (path.parent / data["audio"]).resolve(), int(data["rate"]), rounds,
-                    data.get("source", ""), data)
+                    data.get("source", ""), data, opening)
 
 
 def load_dialogue(path: str | Path, *, check_energy: bool = True) -> Dialogue:

@@ -6,7 +6,10 @@ sidecar are exact (no segmentation needed for these sets):
 
 - smooth        user turn, `response_gap_s`, assistant reply
 - interruption  the user starts `interrupt_after_s` into the previous assistant reply,
-                which stops `assistant_overlap_s` later; event = the interrupting turn
+                which stops `assistant_overlap_s` later; event = the interrupting turn.
+                In round 1 the interrupted reply is the script's `opening` exchange (a
+                user turn and its ground-truth reply before round 1, never scored,
+                forced on the model's channel like any history: docs/mtr.md)
 - pause         the user turn is two parts with `pause_s` of silence between; event = the pause
 - background    another voice (channel 0, voice `background`) starts `background_after_s`
                 into the assistant reply; event = that speech
@@ -20,7 +23,7 @@ every verdict, or any callable for tests) for the texts of a 10-round dialogue.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import yaml
@@ -61,15 +64,42 @@ class _Track:
         self.audio[int(round(at_s * rate)):] = 0.0
 
 
+class Rendered(NamedTuple):
+    """One rendered dialogue: both channels and the sidecar's `rounds` (and `opening`, or None)."""
+
+    user: np.ndarray
+    assistant: np.ndarray
+    rounds: list[dict[str, Any]]
+    opening: dict[str, Any] | None
+
+
 def render_script(script: dict[str, Any], rate: int, *, timing: dict[str, float] | None = None,
-                  voices: dict[str, str] | None = None) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
-    """(user channel, assistant channel, sidecar rounds) of one scripted dialogue."""
+                  voices: dict[str, str] | None = None) -> Rendered:
+    """Both channels and the sidecar annotations of one scripted dialogue.
+
+    A script may start with an `opening` ({user, assistant}): an exchange before round 1
+    that is context only (never a round). It exists so that round 1 can be an
+    interruption: the paper's tables have a round-1 interruption column, and an
+    interruption needs a reply to cut.
+    """
     tm = {**DEFAULT_TIMING, **(timing or {})}
     vc = {**DEFAULT_VOICES, **(voices or {})}
     user, asst = _Track(), _Track()
     rounds: list[dict[str, Any]] = []
     t = tm["lead_in_s"]
     prev_asst: dict[str, float] | None = None
+    opening: dict[str, Any] | None = None
+    if script.get("opening") is not None:
+        op = script["opening"]
+        if not isinstance(op, dict) or not isinstance(op.get("user"), str) or not isinstance(op.get("assistant"), str):
+            raise ScriptError(f"{script.get('id')}: opening: expected {{user: text, assistant: text}}")
+        ue = user.put(_speech(op["user"], vc["user"], rate), t, rate)
+        a_start = ue + tm["response_gap_s"]
+        a_end = asst.put(_speech(op["assistant"], vc["assistant"], rate), a_start, rate)
+        opening = {"user": {"start": round(t, 3), "end": round(ue, 3), "text": op["user"]},
+                   "assistant": {"start": round(a_start, 3), "end": round(a_end, 3), "text": op["assistant"]}}
+        prev_asst = {"start": a_start, "end": a_end}
+        t = a_end + tm["next_turn_gap_s"]
     for n, r in enumerate(script["rounds"], 1):
         feature = r.get("feature", "smooth")
         if feature not in FEATURES:
@@ -77,13 +107,16 @@ def render_script(script: dict[str, Any], rate: int, *, timing: dict[str, float]
         events: list[dict[str, Any]] = []
         if feature == "interruption":
             if prev_asst is None:
-                raise ScriptError(f"{script.get('id')}: round {n}: an interruption needs an assistant reply before it")
+                raise ScriptError(f"{script.get('id')}: round {n}: an interruption needs an assistant reply before it "
+                                  "(round 1: give the script an `opening` exchange)")
             t = prev_asst["start"] + tm["interrupt_after_s"]
+            whose = f"round {n - 1}" if rounds else "the opening"
             if t >= prev_asst["end"]:
-                raise ScriptError(f"{script.get('id')}: round {n}: reply of round {n - 1} is too short to interrupt")
+                raise ScriptError(f"{script.get('id')}: round {n}: the reply of {whose} is too short to interrupt")
             stop = t + tm["assistant_overlap_s"]
             asst.cut(stop, rate)
-            rounds[-1]["assistant"]["end"] = round(min(stop, prev_asst["end"]), 3)
+            cut = (rounds[-1] if rounds else opening)["assistant"]  # type: ignore[index]
+            cut["end"] = round(min(stop, prev_asst["end"]), 3)
         parts = r["user"] if isinstance(r["user"], list) else [r["user"]]
         if (feature == "pause") != (len(parts) == 2):
             raise ScriptError(f"{script.get('id')}: round {n}: a pause round has exactly two user parts, others one")
@@ -123,7 +156,7 @@ def render_script(script: dict[str, Any], rate: int, *, timing: dict[str, float]
     a = np.zeros(end, dtype=np.float32)
     u[: min(end, len(user.audio))] = user.audio[:end]
     a[: min(end, len(asst.audio))] = asst.audio[:end]
-    return np.clip(u, -1, 1), np.clip(a, -1, 1), rounds
+    return Rendered(np.clip(u, -1, 1), np.clip(a, -1, 1), rounds, opening)
 
 
 def load_script_file(path: str | Path) -> dict[str, Any]:
@@ -153,9 +186,10 @@ def render_script_file(path: str | Path, out_dir: str | Path, rate: int) -> list
                     continue
             except ValueError:
                 pass
-        u, a, rounds = render_script(script, rate, timing=data.get("timing"), voices=data.get("voices"))
-        write_dialogue(sidecar, script["id"], u, a, rate, rounds, source=f"script {Path(path).name}",
-                       voices={**DEFAULT_VOICES, **(data.get("voices") or {})}, script_sha256=key)
+        r = render_script(script, rate, timing=data.get("timing"), voices=data.get("voices"))
+        extra = {"opening": r.opening} if r.opening is not None else {}
+        write_dialogue(sidecar, script["id"], r.user, r.assistant, rate, r.rounds, source=f"script {Path(path).name}",
+                       voices={**DEFAULT_VOICES, **(data.get("voices") or {})}, script_sha256=key, **extra)
         paths.append(sidecar)
     return paths
 
@@ -163,12 +197,10 @@ def render_script_file(path: str | Path, out_dir: str | Path, rate: int) -> list
 # ---- LLM-written scripts ---------------------------------------------------------------
 
 def feature_pattern(features: list[str], rounds: int) -> list[str]:
-    """Features alternate round by round (the paper's combination ablation); round 1 cannot
-    be an interruption (nothing to interrupt), so it is smooth then."""
-    out = [features[i % len(features)] for i in range(rounds)]
-    if out[0] == "interruption":
-        out[0] = "smooth"
-    return out
+    """Features alternate round by round (the paper's combination ablation); one feature:
+    every round has it. Round 1 keeps its feature, an interruption too (the paper reports a
+    round-1 interruption column): such a dialogue gets an `opening` for it to interrupt."""
+    return [features[i % len(features)] for i in range(rounds)]
 
 
 Writer = Callable[[dict[str, Any]], dict[str, Any]]
@@ -185,12 +217,20 @@ def judge_writer(judge) -> Writer:
 
 
 def write_script(writer: Writer, dialogue_id: str, topic: str, features: list[str], rounds: int = 10) -> dict[str, Any]:
-    """A script of `rounds` rounds whose texts the writer supplies; features are placed by us."""
+    """A script of `rounds` rounds whose texts the writer supplies; features are placed by us.
+
+    A dialogue whose round 1 is an interruption asks the writer for one smooth exchange
+    more, in front: it becomes the script's `opening` (the reply round 1 interrupts).
+    """
     pattern = feature_pattern(features, rounds)
-    answer = writer({"topic": topic, "rounds": rounds, "features": pattern})
+    lead = ["smooth"] if pattern[0] == "interruption" else []
+    want = len(lead) + rounds
+    answer = writer({"topic": topic, "rounds": want, "features": lead + pattern})
     got = answer.get("rounds")
-    if not isinstance(got, list) or len(got) != rounds:
-        raise ScriptError(f"{dialogue_id}: the writer returned {len(got) if isinstance(got, list) else 'no'} rounds, expected {rounds}")
+    if not isinstance(got, list) or len(got) != want:
+        raise ScriptError(f"{dialogue_id}: the writer returned {len(got) if isinstance(got, list) else 'no'} rounds, expected {want}")
+    opening = {"user": str(got[0]["user"]), "assistant": str(got[0]["assistant"])} if lead else None
+    got = got[len(lead):]
     out = []
     for n, (r, feature) in enumerate(zip(got, pattern), 1):
         rd: dict[str, Any] = {"feature": feature, "assistant": str(r["assistant"])}
@@ -206,7 +246,10 @@ def write_script(writer: Writer, dialogue_id: str, topic: str, features: list[st
         if len(rd["user"]) == 1 and feature == "pause":
             raise ScriptError(f"{dialogue_id}: round {n}: cannot split the user turn for a pause")
         out.append(rd)
-    return {"id": dialogue_id, "topic": topic, "rounds": out}
+    script: dict[str, Any] = {"id": dialogue_id, "topic": topic, "rounds": out}
+    if opening is not None:
+        script["opening"] = opening
+    return script
 
 
 def _split_for_pause(text: str) -> list[str]:

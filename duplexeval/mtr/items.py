@@ -7,10 +7,14 @@ Where the dialogues come from (`data` block of the benchmark spec, after suite o
   loaded and checked as they are (a user-supplied Candor copy, say);
 - `source: public` without a path: the data set's loader (duplexeval.mtr.datasets).
 
-Which rounds are scored: `rounds` caps the round number; dialogue-feature benchmarks pick
-rounds by `round_selection` (feature-rounds: every round of the benchmark's feature in
-every dialogue; combination-dialogues: all rounds of the dialogues whose features
-alternate exactly as the benchmark's list). Turns come from the sidecar, or from turn
+Which rounds are scored: `rounds` caps the round number; a benchmark with `features`
+picks rounds by `round_selection`: `feature-dialogues` (the default) scores all rounds of
+the dialogues whose features follow the benchmark's list round by round - one feature:
+the dialogues made of that feature only (the paper's single-feature columns equal its
+S-only ablation, so they come from single-feature dialogues), several: the combination
+ablation; safety in interruption contexts selects its dialogues the same way.
+`feature-rounds` (dialogue features only, the other reading) scores every round of the
+feature in every dialogue, mixed ones too. Turns come from the sidecar, or from turn
 segmentation when the benchmark says `turns: segmented` (dialogue quality: every segmented
 turn of the clip, no `rounds` cap). Each window follows `segmentation.response_window`.
 """
@@ -64,14 +68,32 @@ def load_dialogues(bench: dict[str, Any], limit: int | None = None) -> list[Dial
     return dialogues[:limit] if limit else dialogues
 
 
+ROUND_SELECTIONS = ("feature-dialogues", "feature-rounds")
+
+
+def round_selection(bench: dict[str, Any]) -> str:
+    """The spec's `round_selection` (default feature-dialogues); `feature-rounds` only where
+    rounds have feature outcomes (a safety round has no feature rule to pool by)."""
+    rule = bench.get("round_selection", ROUND_SELECTIONS[0])
+    if rule not in ROUND_SELECTIONS or (rule == "feature-rounds" and bench["dimension"] != "mtr-features"):
+        raise ValueError(f"benchmark {bench.get('id')}: round_selection {rule!r} is not one of "
+                         f"{ROUND_SELECTIONS if bench['dimension'] == 'mtr-features' else ROUND_SELECTIONS[:1]}")
+    return rule
+
+
+def feature_dialogue(features: list[str], dialogue: Dialogue) -> bool:
+    """Whether the dialogue's rounds follow `features` round by round (a feature-less round is smooth)."""
+    have = [r.feature or "smooth" for r in dialogue.rounds]
+    return have == feature_pattern(features, len(have))
+
+
 def _selected(bench: dict[str, Any], dialogue: Dialogue) -> list[Round]:
     rounds = [r for r in dialogue.rounds if r.round <= int(bench["rounds"])]
-    if bench["dimension"] != "mtr-features":
+    if "features" not in bench:
         return rounds
     features = list(bench["features"])
-    if bench.get("round_selection", "feature-rounds") == "combination-dialogues":
-        want = feature_pattern(features, len(dialogue.rounds))
-        return rounds if list(dialogue.features) == want else []
+    if round_selection(bench) == "feature-dialogues":
+        return rounds if feature_dialogue(features, dialogue) else []
     return [r for r in rounds if r.feature in features]
 
 

@@ -251,7 +251,8 @@ MTR_FEATURES = (("smooth-turn-taking", "Smooth turn-taking"), ("interruption", "
                 ("pause-handling", "Pause handling"), ("background-speech", "Background speech"),
                 ("backchannel", "Backchannel"))
 MTR_COMBOS = (("combo-s", "S"), ("combo-si", "S+I"), ("combo-sip", "S+I+P"), ("combo-sipb", "S+I+P+B"))
-MTR_OTHER = (("quality", "Dialogue quality"), ("instruction", "Instruction following"), ("safety", "Safety"))
+MTR_OTHER = (("quality", "Dialogue quality"), ("instruction", "Instruction following"), ("safety", "Safety"),
+             ("safety-interruption", "Safety (interruption)"))
 
 
 def _primary(metrics: dict[str, Any]) -> str | None:
