@@ -41,6 +41,8 @@ class BabblerAgent(DuplexServer):
     out_rate = 24000
     frame_ms = 80.0
     capabilities = ("fork", "teacher_forcing")
+    # Batched sessions (--max-sessions N): a pure function of the frame index; the loop is shared read-only.
+    max_sessions_supported = 64
 
     def __init__(self) -> None:
         super().__init__()

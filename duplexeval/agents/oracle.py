@@ -36,6 +36,8 @@ class OracleAgent(DuplexServer):
     out_rate = 16000
     frame_ms = 80.0
     capabilities = ("labels", "teacher_forcing", "fork")
+    # Batched sessions (--max-sessions N): reset() reassigns every per-session field; the long reply is shared read-only.
+    max_sessions_supported = 64
 
     def __init__(self) -> None:
         super().__init__()

@@ -13,6 +13,8 @@ class SilentAgent(DuplexServer):
     out_rate = 16000
     frame_ms = 80.0
     capabilities = ("teacher_forcing", "fork")
+    # Batched sessions (--max-sessions N): stateless.
+    max_sessions_supported = 64
 
     def step(self, frame_idx: int, input_audio: np.ndarray, forced: np.ndarray | None) -> np.ndarray:
         if forced is not None:

@@ -71,15 +71,30 @@ class ProtocolClient:
         try:
             await self.ws.send(data)
         except ConnectionClosed as exc:
-            raise ModelFault("CLOSED", f"model closed the socket ({_close_reason(exc)})") from None
+            raise await self._fault_after_close(exc) from None
+
+    async def _fault_after_close(self, exc: ConnectionClosed) -> ModelFault:
+        """A server that refuses a session (BUSY) says why and closes at once, so a send can
+        fail before the reason is read: the reason is still buffered, and it is the fault."""
+        try:
+            async with asyncio.timeout(0.5):
+                data = await self.ws.recv()  # messages that arrived before the close come first
+            msg = control.parse_control(data) if isinstance(data, str) else None
+        except (ConnectionClosed, TimeoutError, ControlError):
+            msg = None
+        if msg is not None and msg["type"] == "error":
+            return _reported_fault(msg)
+        return ModelFault("CLOSED", f"model closed the socket ({_close_reason(exc)})")
 
     # ---- receiving ----------------------------------------------------------------------
     async def recv_message(self, waiting_for: str, frame_idx: int | None = None, timeout: float | None = None) -> dict | tuple[int, np.ndarray]:
         """Next message: a validated control dict, or (frame_idx, audio) of an output frame."""
         timeout = self.step_timeout_s if timeout is None else timeout
         try:
-            data = await asyncio.wait_for(self.ws.recv(), timeout=timeout)
-        except asyncio.TimeoutError:
+            # asyncio.timeout, not wait_for: wait_for wraps recv in a new Task per frame.
+            async with asyncio.timeout(timeout):
+                data = await self.ws.recv()
+        except TimeoutError:
             raise ModelFault("TIMEOUT", f"no {waiting_for} within {timeout:g} s (model hung or too slow)", frame_idx) from None
         except ConnectionClosed as exc:
             raise ModelFault("CLOSED", f"model closed the socket while the harness waited for {waiting_for} ({_close_reason(exc)})", frame_idx) from None
@@ -96,7 +111,7 @@ class ProtocolClient:
         except ControlError as exc:
             raise ModelFault("BAD_MESSAGE", f"garbage text message: {exc}", frame_idx) from None
         if msg["type"] == "error":
-            raise ModelFault(msg["code"], f"model reported error ({'fatal' if msg['fatal'] else 'non-fatal'}): {msg['message']}", frame_idx)
+            raise _reported_fault(msg, frame_idx)
         return msg
 
     async def recv_control(self, expected: str, timeout: float | None = None) -> dict:
@@ -130,6 +145,10 @@ class ProtocolClient:
         await self.send_control(control.hello(clock, seed, prompt))
         self.ready = await self.recv_control("ready", timeout)
         return self.ready
+
+
+def _reported_fault(msg: dict, frame_idx: int | None = None) -> ModelFault:
+    return ModelFault(msg["code"], f"model reported error ({'fatal' if msg['fatal'] else 'non-fatal'}): {msg['message']}", frame_idx)
 
 
 def check_output_frame(idx: int, audio: np.ndarray, expected_idx: int | None, out_samples: int) -> None:

@@ -53,19 +53,30 @@ class Conformance:
         return await ProtocolClient.open(self.endpoint, self.spec.step_timeout_s)
 
     async def start(self, clock: str = "lockstep") -> ProtocolClient:
-        client = await self.session()
-        self.ready = await client.hello(clock, seed=1234, timeout=max(self.spec.startup_timeout_s, self.spec.step_timeout_s))
-        return client
+        # A server frees a slot once it has seen the previous session's close, which may
+        # be just after this connection arrived: BUSY then is a race, retried briefly.
+        for wait in (0.01, 0.05, 0.2, 0.5, None):
+            client = await self.session()
+            try:
+                self.ready = await client.hello(clock, seed=1234,
+                                                timeout=max(self.spec.startup_timeout_s, self.spec.step_timeout_s))
+                return client
+            except ModelFault as fault:
+                await client.close()
+                if fault.code != "BUSY" or wait is None:
+                    raise
+                await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
 
-    def frames(self, start: int, count: int) -> list[np.ndarray]:
+    def frames(self, start: int, count: int, seed: int = 7) -> list[np.ndarray]:
         r = self.ready
         n = r["in_frame_samples"]
-        audio = test_signal(r["in_rate"], (start + count) * n)
+        audio = test_signal(r["in_rate"], (start + count) * n, seed)
         return [audio[i * n : (i + 1) * n] for i in range(start, start + count)]
 
-    async def run_frames(self, client: ProtocolClient, start: int, count: int) -> list[np.ndarray]:
+    async def run_frames(self, client: ProtocolClient, start: int, count: int, seed: int = 7) -> list[np.ndarray]:
         outs = []
-        for i, x in enumerate(self.frames(start, count), start):
+        for i, x in enumerate(self.frames(start, count, seed), start):
             await client.send_audio(FrameKind.INPUT, i, x)
             outs.append(await client.recv_output(i, self.ready["out_frame_samples"]))
         return outs
@@ -156,6 +167,46 @@ class Conformance:
             await first.close()
         return "; ".join(notes)
 
+    async def check_batched_sessions(self) -> str:
+        """max_sessions N > 1: N sessions at once give what N sessions one after another give,
+        and session N+1 is BUSY; N = 1: a second session is BUSY (docs/protocol.md)."""
+        probe = await self.start()
+        n = self.ready.get("max_sessions", 1)
+        if n == 1:
+            try:
+                second = await self.session()
+                try:
+                    return "max_sessions 1: " + await self.expect_error(second, "BUSY", "second session")
+                finally:
+                    await second.close()
+            finally:
+                await probe.close()
+        await probe.close()
+        alone = []
+        for k in range(n):  # one after another: the reference outputs
+            client = await self.start()
+            try:
+                alone.append(await self.run_frames(client, 0, N_FRAMES, seed=100 + k))
+            finally:
+                await client.close()
+        clients = [await self.start() for _ in range(n)]
+        try:
+            together = await asyncio.gather(*(self.run_frames(c, 0, N_FRAMES, seed=100 + k) for k, c in enumerate(clients)))
+            extra = await self.session()
+            try:
+                busy = await self.expect_error(extra, "BUSY", f"session {n + 1}")
+            finally:
+                await extra.close()
+        finally:
+            for c in clients:
+                await c.close()
+        for k, (a, b) in enumerate(zip(alone, together)):
+            if not all(np.array_equal(x, y) for x, y in zip(a, b)):
+                worst = max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+                raise AssertionError(f"session {k} of {n} at once differs from the same session alone "
+                                     f"(max abs difference {worst:.3g})")
+        return f"max_sessions {n}: {n} sessions at once = {n} separate sessions ({N_FRAMES} frames each); {busy}"
+
     async def check_fork(self) -> str:
         if "fork" not in self.spec.capabilities:
             raise _Skip("capability fork not declared")
@@ -217,7 +268,7 @@ class Conformance:
 
     CHECKS: tuple[tuple[str, str], ...] = (
         ("handshake", "check_handshake"), ("lockstep", "check_lockstep"), ("reset", "check_reset"),
-        ("errors", "check_errors"), ("fork", "check_fork"), ("teacher_forcing", "check_teacher_forcing"),
+        ("errors", "check_errors"), ("batched_sessions", "check_batched_sessions"), ("fork", "check_fork"), ("teacher_forcing", "check_teacher_forcing"),
         ("labels", "check_labels"), ("realtime", "check_realtime"),
     )
 

@@ -31,9 +31,11 @@ class SessionOutcome:
     rate: int
     frame_samples: int = 0
     frames: int = 0
-    heard: list[np.ndarray] = field(default_factory=list)
-    said: np.ndarray | None = None
-    events: list[dict] = field(default_factory=list)
+    # repr=False: asyncio.run formats the main task's result when it restores the SIGINT
+    # handler, and a repr of every heard frame cost more than the whole session (py-spy).
+    heard: list[np.ndarray] = field(default_factory=list, repr=False)
+    said: np.ndarray | None = field(default=None, repr=False)
+    events: list[dict] = field(default_factory=list, repr=False)
     ready: dict | None = None
     fault: ModelFault | None = None
     stats: dict = field(default_factory=dict)
@@ -63,11 +65,30 @@ def harness_frame_samples(ready: dict, rate: int, spec: ModelSpec) -> int:
     return int(samples)
 
 
+def pipeline_window(spec: ModelSpec, stimulus: Stimulus, override: int | None = None) -> int:
+    """Frames in flight in lockstep: `override`, else the spec's `launch.pipeline_frames` (default 1).
+
+    More than one only for a stimulus that declares its input does not depend on what
+    the model says (`Stimulus.output_independent`): the adaptive MPE scheduler waits for
+    the model to fall silent, so it always runs with one frame in flight.
+    """
+    k = override if override is not None else spec.data.get("launch", {}).get("pipeline_frames", 1)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"model {spec.id}: pipeline window (launch.pipeline_frames) must be an integer >= 1, got {k!r}")
+    return k if stimulus.output_independent else 1
+
+
 async def run_session(endpoint: Endpoint, spec: ModelSpec, stimulus: Stimulus, clock: str = "lockstep",
-                      rate: int = 16000, seed: int = 0, prompt: str | None = None) -> SessionOutcome:
-    """Runs one session; a model fault is returned in the outcome, never raised."""
+                      rate: int = 16000, seed: int = 0, prompt: str | None = None,
+                      pipeline_frames: int | None = None) -> SessionOutcome:
+    """Runs one session; a model fault is returned in the outcome, never raised.
+
+    `pipeline_frames` overrides the spec's lockstep window (see `pipeline_window`); the
+    recorded bytes are the same for every window.
+    """
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
+    window = pipeline_window(spec, stimulus, pipeline_frames)
     out = SessionOutcome(rate=rate)
     client: ProtocolClient | None = None
     try:
@@ -78,7 +99,8 @@ async def run_session(endpoint: Endpoint, spec: ModelSpec, stimulus: Stimulus, c
         stimulus.bind(rate, out.frame_samples)
         out.event(0, "session_start", model=ready["model"], clock=clock, seed=seed,
                   in_rate=ready["in_rate"], out_rate=ready["out_rate"], frame_ms=ready["frame_ms"])
-        loop = _Lockstep(client, ready, stimulus, out) if clock == "lockstep" else _Realtime(client, ready, stimulus, out, spec)
+        loop = (_Lockstep(client, ready, stimulus, out, window) if clock == "lockstep"
+                else _Realtime(client, ready, stimulus, out, spec))
         await loop.run()
         out.event(out.frames, "session_end", frames=out.frames, **out.stats)
     except ModelFault as fault:
@@ -101,6 +123,7 @@ class _FrameLoop:
         self.out_rs = FrameResampler(ready["out_rate"], out.rate, f)
         self.forced_rs = FrameResampler(out.rate, ready["out_rate"], ready["out_frame_samples"])
         self.forced: dict[int, np.ndarray] = {}
+        self.held: list[tuple[int, dict]] | None = None  # pipelined: (frame sent, event) not yet written
 
     async def send_frame(self, n: int) -> bool:
         """Sends frame n (labels, forced audio, input); False when the stimulus has finished."""
@@ -133,10 +156,28 @@ class _FrameLoop:
         if n in self.forced:
             audio = self.forced[n]  # what the assistant "said" in a forced frame is the forced audio
         self.stimulus.observe_output(n, audio)
-        for ev in self.client.model_events:
-            self.out.event(ev["frame_idx"], "model_" + ev["type"], **{k: v for k, v in ev.items() if k not in ("type", "frame_idx")})
-        self.client.model_events.clear()
-        for ev in self.stimulus.drain_events():
+        if self.client.model_events:
+            for ev in self.client.model_events:
+                self.out.event(ev["frame_idx"], "model_" + ev["type"], **{k: v for k, v in ev.items() if k not in ("type", "frame_idx")})
+            self.client.model_events.clear()
+        if self.held is None:
+            self._write_stimulus_events(self.stimulus.drain_events())
+            return
+        # Pipelined: an event drained while frame m was sent is written at observe(m), where
+        # one frame in flight would have drained it, so events.jsonl keeps its order.
+        self.hold(n)
+        ready = [ev for m, ev in self.held if m <= n]
+        self.held = [(m, ev) for m, ev in self.held if m > n]
+        self._write_stimulus_events(ready)
+
+    def hold(self, n: int) -> None:
+        """Pipelined only: keeps the stimulus events drained now for observe(n)."""
+        events = self.stimulus.drain_events()
+        if events:
+            self.held.extend((n, ev) for ev in events)
+
+    def _write_stimulus_events(self, events: list[dict]) -> None:
+        for ev in events:
             ev = dict(ev)
             frame = int(ev.pop("frame"))
             self.out.event(frame, ev.pop("type"), **ev)
@@ -152,10 +193,35 @@ class _FrameLoop:
 
 
 class _Lockstep(_FrameLoop):
+    """Frame n's output before frame n's observation; up to `window` frames sent ahead of it.
+
+    With window 1 this is the plain ping-pong (send n, wait for n). A wider window is
+    only used for stimuli that do not listen to the model (pipeline_window), so the
+    model sees the same frames and the recording the same bytes; what changes is that the
+    socket round trip no longer stalls both processes once per frame.
+    """
+
+    def __init__(self, client: ProtocolClient, ready: dict, stimulus: Stimulus, out: SessionOutcome, window: int = 1):
+        super().__init__(client, ready, stimulus, out)
+        self.window = window
+        if window > 1:
+            self.held = []
+
     async def run(self) -> None:
-        n = 0
         out_n = self.ready["out_frame_samples"]
-        while await self.send_frame(n):
+        sent = n = 0
+        more = True
+        # Refill the window only once it is half empty: frames then travel in bursts, so
+        # each process wakes once per burst rather than once per frame (window 1: every frame).
+        low_water = self.window // 2
+        while True:
+            if sent - n <= low_water:
+                while more and sent - n < self.window:
+                    more = await self._send_ahead(sent)
+                    if more:
+                        sent += 1
+            if n == sent:
+                break
             y = await self.client.recv_output(n, out_n)
             self.observe(n, self.out_rs.push(y))
             n += 1
@@ -168,6 +234,20 @@ class _Lockstep(_FrameLoop):
         # at the time it said it (framing.py); observe_output saw the causal version.
         self.out.said = self.forced_overlay(self.out_rs.aligned(n * self.out.frame_samples))
         self.out.stats = {"in_resample_delay_ms": round(self.in_rs.delay_ms, 3)}
+
+    async def _send_ahead(self, m: int) -> bool:
+        if self.held is None:
+            return await self.send_frame(m)
+        try:
+            more = await self.send_frame(m)
+        except ModelFault as fault:
+            if fault.code != "CLOSED":
+                raise
+            # The model went away with frames in flight: stop sending and let the receive
+            # side report why (its error message, or the frame it never answered).
+            return False
+        self.hold(m)
+        return more
 
 
 class _Realtime(_FrameLoop):

@@ -16,6 +16,13 @@ Per frame n the runner calls, in this order (docs/runner.md, "The frame loop"):
 6. ``drain_events()``  -> realised timeline events, appended to events.jsonl
 
 Frame n covers harness samples [n * frame_samples, (n + 1) * frame_samples).
+
+A stimulus that never listens to the model sets `output_independent = True`; the
+lockstep runner may then send up to `launch.pipeline_frames` frames ahead, so 1-3 run
+for frames n+1.. before 5 for frame n. Its contract: `next_input`, `forced_output` and
+`drain_labels` do not read what `observe_output` saw, and an event it emits carries a
+frame at or after the frame being sent when it was emitted (the runner writes it at
+that frame's observation, as with one frame in flight, so events.jsonl is unchanged).
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ class Stimulus:
 
     rate: int = 0
     frame_samples: int = 0
+    # True: the input never depends on the model's output (see the module docstring);
+    # False (the safe default) keeps one frame in flight.
+    output_independent: bool = False
 
     def bind(self, rate: int, frame_samples: int) -> None:
         """Called once by the runner before frame 0 with the harness rate and harness frame size.
@@ -77,6 +87,8 @@ class FileStimulus(Stimulus):
     The tail gives the model room to answer after the input ends; without it a model's
     reply to the last words would be cut off by the end of the recording.
     """
+
+    output_independent = True  # a file plays the same whatever the model says
 
     def __init__(self, source: str | Path | np.ndarray, rate: int | None = None, tail_frames: int = 0):
         if isinstance(source, np.ndarray):
