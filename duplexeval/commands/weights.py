@@ -23,17 +23,12 @@ _cache_option = click.option(
 
 
 def _load(model_id: str) -> Any:
-    """One model spec file (not the whole Registry), as `duplexeval.runner.load_model_spec` does."""
-    from duplexeval.specs import SpecErrors, UnknownSpecError, find_spec_file, known_spec_ids, load_spec
+    """The spec of MODEL (a model, or a local ASR/TTS judge model), or exit 2 with the spec error."""
+    from duplexeval.specs import SpecErrors, UnknownSpecError
+    from duplexeval.specs.registry import load_weights_spec
 
-    # Model specs, and the local perception models (ASR/TTS judges) that need weights too.
-    folders = ("models", "judges/perception")
     try:
-        for folder in folders:
-            path = find_spec_file(folder, model_id)
-            if path is not None:
-                return load_spec(path)
-        raise UnknownSpecError("model", model_id, sorted(i for f in folders for i in known_spec_ids(f)))
+        return load_weights_spec(model_id)
     except (SpecErrors, UnknownSpecError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -57,15 +57,20 @@ def image_folder(spec: ModelSpec) -> Path:
     return folder
 
 
-def stage_build_context(spec: ModelSpec, dest: Path, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Writes the context into `dest`; returns the wheelhouse manifest."""
+def stage_sources(spec: ModelSpec, dest: Path) -> None:
+    """Writes every file of the context but the wheelhouse into `dest` (what `tree_context_sha256` hashes)."""
     folder = image_folder(spec)
     # A folder outside the repository (a model author's checkout) is staged as images/<name>.
     rel = folder.relative_to(spec.home) if folder.is_relative_to(spec.home) else Path("images") / folder.name
     shutil.copyfile(folder / "Dockerfile", dest / "Dockerfile")
     shutil.copytree(folder, dest / rel, ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
     shutil.copytree(package_dir(), dest / "duplexeval", ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
-    return stage_wheelhouse(folder, dest / "wheels", progress=progress)
+
+
+def stage_build_context(spec: ModelSpec, dest: Path, progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Writes the context into `dest`; returns the wheelhouse manifest."""
+    stage_sources(spec, dest)
+    return stage_wheelhouse(image_folder(spec), dest / "wheels", progress=progress)
 
 
 def context_sha256(ctx: Path, wheels: dict[str, Any], base_id: str) -> str:
@@ -127,14 +132,65 @@ def build_image(client: Any, spec: ModelSpec, *, base: str | None = None, force:
     return BuiltImage(spec.image, image.id, context, base, skipped=False)
 
 
+def tree_context_sha256(client: Any, spec: ModelSpec, labels: dict[str, str]) -> str | None:
+    """The context hash a build of the tree as it is now would get, next to an image's `labels`.
+
+    Cheap (no wheelhouse: it may need a download): the files are staged as a build stages
+    them, the wheel list and the base are the image's own labels, the base's id is the
+    engine's now. A changed requirement file still shows (it is in the image folder); a
+    change of the project lock alone, with the image's requirements unchanged, does not.
+    None when the base image is not on the engine (nothing to compare with).
+    """
+    base = _existing(client, labels.get(BASE_LABEL) or spec.base_image)
+    if base is None:
+        return None
+    wheels = {"wheels": json.loads(labels.get(WHEELS_LABEL, "{}"))}
+    with tempfile.TemporaryDirectory(prefix="dxe-fresh-") as tmp:
+        stage_sources(spec, Path(tmp))
+        return context_sha256(Path(tmp), wheels, base.id)
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """Whether an image is what `duplexeval image build` would make of the tree now."""
+
+    stale: bool | None  # None: cannot be told (no context label: not built here; or its base is gone)
+    message: str = ""   # for a stale image: what differs, and the command that rebuilds it
+
+
+def freshness(client: Any, spec: ModelSpec, image: Any) -> Freshness:
+    """Compares `image`'s context label with `tree_context_sha256` of the tree now."""
+    labels = image.labels or {}
+    built = labels.get(CONTEXT_LABEL)
+    if not built or not spec.build:
+        return Freshness(None)
+    try:
+        now = tree_context_sha256(client, spec, labels)
+    except (ImageBuildError, OSError):
+        return Freshness(None)  # the image folder is gone or unreadable: the run reports what it can
+    if now is None:
+        return Freshness(None)
+    if now == built:
+        return Freshness(False)
+    return Freshness(True, f"image {spec.image} was built from another context ({built[:12]}) than the tree "
+                           f"now gives ({now[:12]}): this run uses the old image; rebuild it with "
+                           f"`duplexeval image build {spec.id}`")
+
+
 def image_record(client: Any, spec: ModelSpec) -> dict[str, Any]:
-    """What the run manifest records of a model's image: id, base, context and wheel hashes."""
+    """What the run manifest records of a model's image: id, base, context and wheel hashes, staleness.
+
+    `stale`: true when the tree now gives another context than the image's (`freshness`),
+    false when the same, null when that cannot be told.
+    """
     image = _existing(client, spec.image) if spec.image else None
     if image is None:
         return {"tag": spec.image, "present": False}
     labels = image.labels or {}
     return {"tag": spec.image, "present": True, "id": image.id, "base": labels.get(BASE_LABEL),
-            "context_sha256": labels.get(CONTEXT_LABEL), "wheels": json.loads(labels.get(WHEELS_LABEL, "{}"))}
+            "context_sha256": labels.get(CONTEXT_LABEL), "wheels": json.loads(labels.get(WHEELS_LABEL, "{}")),
+            "stale": freshness(client, spec, image).stale}
 
 
-__all__ = ["BuiltImage", "ImageBuildError", "build_image", "image_record", "stage_build_context", "MANIFEST"]
+__all__ = ["BuiltImage", "ImageBuildError", "build_image", "image_record", "stage_build_context", "stage_sources",
+           "Freshness", "freshness", "tree_context_sha256", "MANIFEST"]

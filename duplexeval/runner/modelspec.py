@@ -14,6 +14,7 @@ from typing import Any
 
 from duplexeval.io import sha256_json
 from duplexeval.resources import bundle_root, project_dir
+from duplexeval.shims.endpointer import spec_env as endpointer_env
 
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 DEFAULT_STEP_TIMEOUT_S = 10.0
@@ -117,7 +118,8 @@ def model_spec_from(obj: Any) -> ModelSpec:
         sha256=getattr(obj, "sha256", None) or sha256_json(data),
         backend=backend,
         command=tuple(launch.get("command", ())),
-        env=dict(launch.get("env", {})),
+        # Spec sections a shim reads at start-up travel in its environment, whatever the backend.
+        env={**launch.get("env", {}), **endpointer_env(data)},
         image=launch.get("image"),
         build=launch.get("build"),
         gpus=int(launch.get("gpus", 0)),

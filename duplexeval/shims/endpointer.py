@@ -24,12 +24,20 @@ model and 512-sample windows at 16 kHz as the harness's judges), one recurrent s
 stream, resampling nothing (the shims run their VAD at 16 kHz). Its state and the
 endpointer's are copyable for a fork snapshot.
 
+The rules' values are the model spec's `endpointer` section (specs/schema/model.schema.json;
+its keys are `Endpointer`'s keyword arguments): `spec_env()` carries it to the shim as the
+JSON of `$DUPLEXEVAL_ENDPOINTER` (the launch environment, like `launch.env`, for the local
+and the docker backend alike), `rules_from_env()` reads it back in the shim. Absent, the
+defaults below hold, so a spec without the section runs as before.
+
 Imports numpy (and silero-vad lazily); copied into model images.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -38,6 +46,38 @@ import numpy as np
 VAD_RATE = 16000
 WINDOW = 512  # samples per Silero step at 16 kHz
 EPS = 1e-9     # durations are sums of frame lengths: compare with a tolerance
+SPEC_FIELD = "endpointer"           # the model spec's section
+ENV = "DUPLEXEVAL_ENDPOINTER"       # how it reaches the shim
+RULES = ("threshold", "min_speech_s", "end_silence_s", "preroll_s", "tail_s", "max_turn_s")
+
+
+def spec_env(model_spec_data: dict) -> dict[str, str]:
+    """The launch environment that carries a model spec's `endpointer` section to its shim ({} without one)."""
+    rules = model_spec_data.get(SPEC_FIELD)
+    return {ENV: json.dumps(rules, sort_keys=True, separators=(",", ":"))} if rules else {}
+
+
+def rules_from_env(environ: Any = None) -> dict[str, float]:
+    """`Endpointer` keyword arguments from `$DUPLEXEVAL_ENDPOINTER`; {} (the defaults) when unset.
+
+    The harness writes it from a schema-checked spec; a hand-set value that is not a JSON
+    object of known rules with numbers is a ValueError naming the variable and the key.
+    """
+    text = (os.environ if environ is None else environ).get(ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        rules = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"${ENV}: not JSON ({exc.msg}): {text[:80]!r}") from None
+    if not isinstance(rules, dict):
+        raise ValueError(f"${ENV}: must be a JSON object of {', '.join(RULES)}, got {text[:80]!r}")
+    for key, value in rules.items():
+        if key not in RULES:
+            raise ValueError(f"${ENV}: unknown rule {key!r} (known: {', '.join(RULES)})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"${ENV}: {key} must be a number, got {value!r}")
+    return {k: float(v) for k, v in rules.items()}
 
 
 class SileroProbs:
@@ -120,6 +160,12 @@ class Endpointer:
                  max_turn_s: float = 20.0) -> None:
         if frame_s <= 0:
             raise ValueError("frame_s must be positive")
+        if not 0 < threshold <= 1:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        if end_silence_s <= 0 or max_turn_s <= 0:
+            raise ValueError(f"end_silence_s and max_turn_s must be positive, got {end_silence_s}, {max_turn_s}")
+        if min(min_speech_s, preroll_s, tail_s) < 0:
+            raise ValueError(f"min_speech_s, preroll_s and tail_s must be >= 0, got {min_speech_s}, {preroll_s}, {tail_s}")
         self.frame_s = float(frame_s)
         self.threshold = threshold
         self.min_speech_s = min_speech_s

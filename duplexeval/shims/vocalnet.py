@@ -18,12 +18,13 @@ bdf01d2d4edcf4c86c193e6b5170cf65a83adadf (2025-09-18), read (not copied) with `g
 
 The shim (`TurnTakingServer`, duplexeval/shims/turns.py) does the turn-taking VocalNet
 does not: Silero VAD endpointing (duplexeval/shims/endpointer.py) ends a user turn after
-0.8 s of silence; the turn goes to `__call__` through a wav file in a private temp
-folder, the reply's wav is read back and played out in 1920-sample frames (80 ms at
-24 kHz); a new user turn stops a reply that is still playing (barge-in). Every result
-is labelled "shim turn-taking" (the spec's caveat), as the MTR paper's "VocalNet (HD)"
-row is. In lockstep the reply's compute is outside the timing (the reply starts the
-frame after the endpoint); in realtime it is latency.
+0.8 s of silence (the rules: the spec's `endpointer` section, `endpoint_rules` here);
+the turn goes to `__call__` through a wav file in a private temp folder, the reply's
+wav is read back and played out in 1920-sample frames (80 ms at 24 kHz); a new user
+turn stops a reply that is still playing (barge-in). Every result is labelled "shim
+turn-taking" (the spec's caveat), as the MTR paper's "VocalNet (HD)" row is. In
+lockstep the reply's compute is outside the timing (the reply starts the frame after the
+endpoint); in realtime it is latency.
 
 Fork is exact and cheap (the model keeps no state between calls): the VAD's recurrent
 state, the endpointer, the reply queue, the turn counter and torch's RNG. No teacher

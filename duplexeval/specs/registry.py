@@ -64,6 +64,26 @@ def known_spec_ids(folder: str, roots: Iterable[Path] | None = None) -> list[str
                    if not p.name.startswith("_")})
 
 
+# The spec folders whose specs may pin hub weights (`duplexeval weights`): the models, and
+# the local ASR/TTS/aligner models the judges run (duplexeval.judges.local_models).
+WEIGHTS_SPEC_FOLDERS = ("models", "judges/perception")
+
+
+def load_weights_spec(spec_id: str, roots: Iterable[Path] | None = None) -> Spec:
+    """The spec `spec_id` of `WEIGHTS_SPEC_FOLDERS` (a model first), one file, not the Registry.
+
+    One file, so fetching a model's weights does not fail on an unrelated spec being edited.
+    Raises UnknownSpecError with a "did you mean" over every id of those folders, or the
+    SpecErrors of the file (or of a clash between two spec trees).
+    """
+    roots = tuple(roots) if roots is not None else None
+    for folder in WEIGHTS_SPEC_FOLDERS:
+        path = find_spec_file(folder, spec_id, roots)
+        if path is not None:
+            return load_spec(path)
+    raise UnknownSpecError("model", spec_id, sorted({i for f in WEIGHTS_SPEC_FOLDERS for i in known_spec_ids(f, roots)}))
+
+
 def _clash_message(what: str, spec_id: str, other: Path) -> str:
     return (f"duplicate {what} id {spec_id!r} (also {other}); ids are global across "
             f"${SPECS_ENV} folders and the bundle: give a copy a new id")

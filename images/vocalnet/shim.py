@@ -5,7 +5,8 @@ bdf01d2d4edcf4c86c193e6b5170cf65a83adadf, `omni_speech/infer/vocalnet.py`):
 `VocalNetModel(model_dir, vocoder_path=cosyvoice_dir, s2s=True)` (temperature 0,
 top_p 0.1, max_new_tokens 512: its defaults), `__initilize__()`, then serves it through
 `duplexeval.shims.vocalnet.VocalNetServer` (VAD endpointing, reply queue, barge-in; tested
-there on a stand-in with this interface).
+there on a stand-in with this interface). The endpointing rules are the model spec's
+`endpointer` section, read from `$DUPLEXEVAL_ENDPOINTER` (duplexeval/shims/endpointer.py).
 
 Two adapters to upstream's module, both set before `__initilize__`:
 - `PROMPT_SPEECH` (the CosyVoice voice prompt) is a path relative to upstream's working
@@ -32,6 +33,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from duplexeval.protocol.server import run_server  # noqa: E402
+from duplexeval.shims.endpointer import rules_from_env  # noqa: E402
 from duplexeval.shims.vocalnet import VocalNetServer  # noqa: E402
 
 UPSTREAM = Path(os.environ.get("VOCALNET_UPSTREAM", "/opt/upstream/vocalnet"))
@@ -49,6 +51,10 @@ def _load_audio_16k(path: str, sr: int = 16000):
 
 
 def build(args: argparse.Namespace) -> VocalNetServer:
+    try:  # the spec's `endpointer` section, which the harness passes as $DUPLEXEVAL_ENDPOINTER
+        rules = rules_from_env()
+    except ValueError as exc:
+        sys.exit(f"vocalnet: {exc}")
     root = Path(args.weights or os.environ.get("DUPLEXEVAL_WEIGHTS") or "/weights")
     model_dir = Path(args.model) if args.model else root / "VocalNet-8B"
     vocoder = Path(args.vocoder) if args.vocoder else root / "CosyVoice2-0.5B"
@@ -64,7 +70,7 @@ def build(args: argparse.Namespace) -> VocalNetServer:
     upstream.whisper.load_audio = _load_audio_16k
     model = upstream.VocalNetModel(str(model_dir), vocoder_path=str(vocoder), s2s=True)
     model.__initilize__()
-    return VocalNetServer(model, barge_in=not args.no_barge_in)
+    return VocalNetServer(model, barge_in=not args.no_barge_in, endpoint_rules=rules)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

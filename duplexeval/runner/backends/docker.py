@@ -7,9 +7,11 @@ folder mounted at /run/duplexeval; the model's verified weights folder is mounte
 read-only at /weights. Every container is labelled `duplexeval.managed` (plus the model,
 the session and the run), so `duplexeval cleanup` removes what a killed runner left.
 
-The backend never builds: a missing image is a start-up failure that names the command
-to build it (`duplexeval image build MODEL`), because a build in the middle of a run
-would make the run's images depend on when it was resumed.
+The backend never builds, because a build in the middle of a run would make the run's
+images depend on when it was resumed: a missing image is a start-up failure that names
+the command to build it (`duplexeval image build MODEL`), and an image built from another
+context than the tree now gives (an edited shim, a changed duplexeval/) is used with a
+warning naming the same command (`warn_if_stale`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from typing import Any
+import sys
+from typing import Any, Callable
 
 from duplexeval.containers.engine import MANAGED_LABEL, MODEL_LABEL, RUN_LABEL, docker_client
 from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
@@ -91,6 +94,32 @@ def weights_folder(spec: ModelSpec) -> str | None:
     return str(path) if path is not None else None
 
 
+_CHECKED: dict[tuple[str, str], bool] = {}  # (model, image id) -> stale: checked and warned once per process
+
+
+def warn_if_stale(client: Any, spec: ModelSpec, image: Any, warn: Callable[[str], None] | None = None) -> bool:
+    """Warns (once per model and image) when the image was built from another context than the tree's.
+
+    A warning, not a refusal: running an image built earlier is legitimate (a pinned image
+    on a GPU node), but silently doing it after editing the shim is the mistake this
+    catches. The run manifest records the same check (`stale` in its image record).
+    Returns whether the image is stale.
+    """
+    from duplexeval.containers.build import freshness
+
+    key = (spec.id, str(getattr(image, "id", "")))
+    if key not in _CHECKED:
+        check = freshness(client, spec, image)
+        _CHECKED[key] = bool(check.stale)
+        if check.stale:
+            (warn or _stderr)(f"warning: {check.message}")
+    return _CHECKED[key]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 class DockerBackend(Backend):
     def __init__(self, spec: ModelSpec, weights_dir: str | None = None, client: Any = None):
         self.spec = spec
@@ -105,10 +134,11 @@ class DockerBackend(Backend):
 
         client = self.client = self.client or docker_client()
         try:
-            client.images.get(self.spec.image)
+            image = client.images.get(self.spec.image)
         except docker.errors.ImageNotFound:
             raise ModelFault("STARTUP", f"image {self.spec.image} is not on this engine; "
                                         f"build it with `duplexeval image build {self.spec.id}`") from None
+        warn_if_stale(client, self.spec, image)
         weights = self.weights_dir or weights_folder(self.spec)
         self.dir = short_socket_dir()
         os.chmod(self.dir, 0o777)  # the server runs as CONTAINER_USER, not as the harness's user
@@ -169,4 +199,4 @@ class DockerBackend(Backend):
             self.dir = None
 
 
-__all__ = ["DockerBackend", "run_kwargs", "weights_folder"]
+__all__ = ["DockerBackend", "run_kwargs", "warn_if_stale", "weights_folder"]
