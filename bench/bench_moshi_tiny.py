@@ -6,15 +6,21 @@ then plays seeded audio at the model's own 24 kHz in lockstep, one frame at a ti
 timing each round trip (harness -> socket -> Mimi encode -> LM step -> Mimi decode ->
 socket -> harness). Also: the teacher-forced path (a second Mimi encode per frame), one
 snapshot + restore (fork), and a realtime session's underruns. Not a timed test; the
-figures go into docs/models.md.
+figures go into docs/models.md. Then batched sessions: for each N in `--sessions`, a server
+started with `--max-sessions N` (one LMGen batch of width N) runs N sessions at once
+(`duplexeval.runner.batch.run_sessions`, lockstep, window 1 as MPE runs); throughput is
+all sessions' audio over the wall time, as a ratio to N = 1 (docs/runner.md, "Batched
+sessions"). `--batched-only` skips the single-session figures.
 
     .venv/bin/python bench/bench_moshi_tiny.py [--seconds 30] [--backend local|docker]
+        [--sessions 1,2,4] [--batched-seconds 20] [--batched-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import statistics
 import sys
@@ -27,6 +33,7 @@ import numpy as np  # noqa: E402
 from duplexeval.protocol.wire import FrameKind  # noqa: E402
 from duplexeval.runner import FileStimulus, load_model_spec  # noqa: E402
 from duplexeval.runner.backends import make_backend  # noqa: E402
+from duplexeval.runner.batch import run_sessions  # noqa: E402
 from duplexeval.runner.client import ProtocolClient  # noqa: E402
 from duplexeval.runner.session import run_session  # noqa: E402
 
@@ -76,15 +83,55 @@ def summary(times: list[float]) -> str:
             f"mean {mean:.1f} ms per 80 ms frame = {80.0 / mean:.2f}x real time")
 
 
+def batched_throughput(spec, ns: list[int], seconds: float) -> list[tuple[int, float]]:
+    """(N, x real time of all N sessions together) per N, each on its own `--max-sessions N` server."""
+    out = []
+    for n in ns:
+        batched = dataclasses.replace(spec, command=spec.command + ("--max-sessions", str(n))) if n > 1 else spec
+        backend = make_backend(batched)
+        endpoint = backend.start()
+        try:
+            stimuli = [FileStimulus(np.concatenate(frames_of(seconds, 1920, 10 + k)), 24000) for k in range(n)]
+            t0 = time.perf_counter()
+            outcomes = asyncio.run(run_sessions(endpoint, batched, stimuli, "lockstep", 24000, list(range(n)),
+                                                pipeline_frames=1))
+            wall = time.perf_counter() - t0
+        finally:
+            backend.stop()
+        faults = [o.fault for o in outcomes if o.fault is not None]
+        if faults:
+            raise SystemExit(f"N={n}: {faults[0]}")
+        audio_s = sum(o.frames for o in outcomes) * FRAME_S
+        out.append((n, audio_s / wall))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=30.0, help="audio per lockstep session")
     parser.add_argument("--model", default="moshi-tiny")
     parser.add_argument("--backend", help="local (default: the spec's) or docker")
+    parser.add_argument("--sessions", default="1,2,4", help="batched sessions: the N to measure (comma-separated)")
+    parser.add_argument("--batched-seconds", type=float, default=20.0, help="audio per batched session")
+    parser.add_argument("--batched-only", action="store_true", help="skip the single-session figures")
     args = parser.parse_args()
     spec = load_model_spec(args.model)
     if args.backend:
         spec = spec.with_backend(args.backend)
+    if not args.batched_only:
+        single(spec, args)
+    ns = [int(x) for x in args.sessions.split(",") if x.strip()]
+    if ns:
+        rates = batched_throughput(spec, ns, args.batched_seconds)
+        base = rates[0][1] if rates[0][0] == 1 else None
+        cells = [f"N={n}: {r:.2f}x" + (f" ({r / base:.2f})" if base else "") for n, r in rates]
+        print(f"batched sessions ({args.batched_seconds:g} s each, lockstep, window 1; x real time of all "
+              f"sessions together, ratio to N=1): " + ", ".join(cells))
+        print(f"on {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end")
+
+
+def single(spec, args: argparse.Namespace) -> None:
+    """The single-session figures: lockstep free and forced, fork, realtime."""
     backend = make_backend(spec)
     t0 = time.perf_counter()
     endpoint = backend.start()

@@ -155,6 +155,8 @@ class Conformance:
             notes.append(await self.expect_error(client, "NOT_READY", "frame before hello"))
         finally:
             await client.close()
+        if self.ready.get("max_sessions", 1) > 1:
+            return "; ".join(notes)  # a second session is served: batched_sessions checks BUSY at N + 1
         first = await self.start()
         try:
             second = await self.session()

@@ -5,6 +5,10 @@ folder on PYTHONPATH, so the same relative command works in both places:
 
     python images/moshi/shim.py --socket PATH                 # the real checkpoint
     python images/moshi/shim.py --tiny --socket PATH          # random tiny weights (CPU, CI)
+    python images/moshi/shim.py --max-sessions 8 --socket PATH  # 8 sessions in one LMGen batch
+
+`--max-sessions N` (the flag every Python server takes, duplexeval.protocol.server):
+N concurrent sessions, one batch row each (moshi_family, "Batched sessions"); default 1.
 
 Everything protocol-related is in `duplexeval.protocol.server`, everything shared by the
 Moshi family (frame loop, first-frame delay, teacher forcing with a second Mimi, fork,
@@ -145,6 +149,10 @@ def weights_folder(arg: str | None) -> Path:
 
 class MoshiShim(MoshiFamilyServer):
     model_name = "moshi"
+    # `--max-sessions N`: N sessions in one LMGen batch (moshi_family, "Batched sessions");
+    # each row of the real model holds its own KV caches (about 1.5 GB in bf16 at Moshi's
+    # 3000-step context), so 64 rows fill most of an 80-140 GB GPU.
+    max_sessions_supported = 64
 
     def __init__(self, *, tiny: bool, weights: str | None = None, device: str | None = None,
                  warmup_frames: int = 4) -> None:
