@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from duplexeval.commands.runner import backend_options
-from duplexeval.commands.run import RUN_ERRORS, _print_results, _split, run_suite
+from duplexeval.commands.run import RUN_ERRORS, _print_results, _split, executor_options, run_suite
 from duplexeval.specs import Registry, repo_root
 
 
@@ -23,8 +23,9 @@ from duplexeval.specs import Registry, repo_root
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
 @backend_options
+@executor_options
 def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: Path, limit: int | None,
-              backend: str | None, endpoint: str | None) -> None:
+              backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None) -> None:
     """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report."""
     from duplexeval.reports.compare import compare_run, counts, failed, format_diff
     from duplexeval.reports.golden import load_golden
@@ -37,7 +38,8 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         suite = Registry.load().get("suite", suite_id).data
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=None, run_id=run_id or suite_id,
                                       runs_dir=runs_dir, limit=limit, clock=None,
-                                      backend=backend, endpoint=endpoint)
+                                      backend=backend, endpoint=endpoint, executor=executor, jobs=jobs,
+                                      ray_address=ray_address)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -11,12 +11,24 @@ import click
 
 from duplexeval.commands.runner import backend_options
 from duplexeval.io import atomic_write_json
+from duplexeval.executors.core import UnitFailed
 from duplexeval.runner.errors import ModelStartError, RunConfigMismatch
 from duplexeval.specs import Registry, SpecErrors, UnknownSpecError
 
 
 # What stops a run before or between items (not an item's own fault): printed, exit 2.
-RUN_ERRORS = (SpecErrors, UnknownSpecError, FileNotFoundError, RunConfigMismatch, ModelStartError, ValueError)
+RUN_ERRORS = (SpecErrors, UnknownSpecError, FileNotFoundError, RunConfigMismatch, ModelStartError, ValueError,
+              UnitFailed)
+
+
+def executor_options(fn):
+    """`--executor`, `--jobs`, `--ray-address`: how many model servers play the units, and where."""
+    fn = click.option("--ray-address", metavar="ADDR",
+                      help="Join this Ray cluster (host:port); default: start a local one. Needs --executor ray.")(fn)
+    fn = click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+                      help="Model servers at once (local: worker processes; ray: actors per model).")(fn)
+    return click.option("--executor", type=click.Choice(["serial", "local", "ray"]), default="serial",
+                        show_default=True, help="Who plays the work units (docs/runner.md, Executors).")(fn)
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -25,8 +37,9 @@ def _split(value: str | None) -> list[str] | None:
 
 def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] | None, run_id: str | None,
               runs_dir: Path, limit: int | None, clock: str | None, backend: str | None = None,
-              endpoint: str | None = None):
-    """Plan, write the manifest, execute. Returns (run_dir, outcomes)."""
+              endpoint: str | None = None, executor: str = "serial", jobs: int = 1, ray_address: str | None = None):
+    """Plan, write the manifest, execute on `executor` (serial | local | ray). Returns (run_dir, outcomes)."""
+    from duplexeval.executors import make_pool
     from duplexeval.runs.execute import execute, with_runner
     from duplexeval.runs.manifest import build_manifest
     from duplexeval.runs.plan import plan_suite
@@ -34,20 +47,26 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     registry = Registry.load()
     suite = registry.get("suite", suite_id).data
     clock = clock or suite["clock"]
-    jobs = plan_suite(registry, suite_id, models, benchmarks, clock=clock)
+    planned = plan_suite(registry, suite_id, models, benchmarks, clock=clock)
     seed = int(suite.get("seed", 0))
     limit = limit or suite.get("limit")
     run_id = run_id or f"{suite_id}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     run_dir = runs_dir / run_id
-    jobs = with_runner(jobs, run_id, backend, endpoint)
-    manifest = build_manifest(run_id, suite_id, jobs, registry, clock, seed, suite["cache_mode"])
+    planned = with_runner(planned, run_id, backend, endpoint)
+    manifest = build_manifest(run_id, suite_id, planned, registry, clock, seed, suite["cache_mode"])
     manifest["limit"] = limit
-    atomic_write_json(run_dir / "manifest.json", manifest)
-    click.echo(f"run {run_id}: {len(jobs)} job(s) -> {run_dir}")
     printer = ProgressPrinter()
+    pool = make_pool(executor, run_dir, jobs=jobs, ray_address=ray_address,
+                     scoring_progress=printer.scoring if executor == "serial" else None)
     try:
-        outcomes = execute(jobs, run_dir, clock=clock, seed=seed, cache_mode=suite["cache_mode"], limit=limit,
-                           progress=printer)
+        manifest["executor"] = pool.describe()  # which executor, how many servers, the Ray cluster's shape
+        atomic_write_json(run_dir / "manifest.json", manifest)
+        click.echo(f"run {run_id}: {len(planned)} job(s) on the {executor} executor -> {run_dir}")
+        outcomes = execute(planned, run_dir, clock=clock, seed=seed, cache_mode=suite["cache_mode"], limit=limit,
+                           progress=printer, pool=pool)
+    except BaseException:
+        pool.close()
+        raise
     finally:
         printer.close()
     return run_dir, outcomes
@@ -148,7 +167,9 @@ class ItemBar:
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
 @click.option("--clock", type=click.Choice(["lockstep", "realtime"]), help="Override the suite's clock.")
 @backend_options
-def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, endpoint) -> None:
+@executor_options
+def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, endpoint, executor, jobs,
+        ray_address) -> None:
     """Run a suite: every (model x benchmark) job through the runner, then score it.
 
     Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json);
@@ -156,7 +177,8 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, e
     """
     try:
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=_split(benchmarks), run_id=run_id,
-                                      runs_dir=runs_dir, limit=limit, clock=clock, backend=backend, endpoint=endpoint)
+                                      runs_dir=runs_dir, limit=limit, clock=clock, backend=backend, endpoint=endpoint,
+                                      executor=executor, jobs=jobs, ray_address=ray_address)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

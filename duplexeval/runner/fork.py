@@ -199,37 +199,43 @@ def run_forked_items(model_spec: Any, groups: Iterable[Group], out_dir: str | Pa
     out = prepare_out_dir(spec, [i for _, items in groups for i, _ in items], out_dir, clock, rate, seed, prompt)
     host = ModelHost(spec)
     results: list[ItemResult] = []
-    start_error: str | None = None  # once the model cannot start, later groups are not retried
     try:
         for group_id, items in groups:
-            dirs = {i: out / "items" / i for i, _ in items}
-            done = {i: finished_status(d) for i, d in dirs.items()}
-            if all(st is not None for st in done.values()):
-                for i, d in dirs.items():
-                    st = done[i]
-                    results.append(ItemResult(i, st["status"], st.get("reason"), d, skipped=True))
-                    if on_item:
-                        on_item(results[-1])
-                continue
-            for d in dirs.values():
-                if d.exists():
-                    shutil.rmtree(d)
-            s = item_seed(seed, group_id)
-            if start_error is None:
-                try:
-                    host.ensure()
-                except Exception as exc:
-                    host.close()
-                    start_error = f"model {spec.id} could not be started ({spec.backend} backend): {exc}"
-                    outcomes = [(i, startup_failure(rate, start_error)) for i, _ in items]
-                else:
-                    outcomes = asyncio.run(run_forked_session(host, [(i, fac()) for i, fac in items], rate, s, prompt))
-            else:
-                outcomes = [(i, startup_failure(rate, start_error, retried=False)) for i, _ in items]
-            for item_id, outcome in outcomes:
-                results.append(write_item(dirs[item_id], outcome, spec, clock, s))
+            for result in play_group(host, out, group_id, items, rate=rate, seed=seed, prompt=prompt):
+                results.append(result)
                 if on_item:
-                    on_item(results[-1])
+                    on_item(result)
     finally:
         host.close()
     return results
+
+
+def play_group(host: ModelHost, out: Path, group_id: str, items: list[tuple[str, StimulusFactory]], *, rate: int,
+               seed: int, prompt: str | None) -> list[ItemResult]:
+    """One group of a prepared folder on `host` (lockstep): skipped when all its items are finished, else redone whole.
+
+    The unit of work an executor hands out for forked jobs: the group's items share one
+    session, so they are never split over hosts; it touches only their item folders.
+    """
+    spec = host.spec
+    dirs = {i: out / "items" / i for i, _ in items}
+    done = {i: finished_status(d) for i, d in dirs.items()}
+    if all(st is not None for st in done.values()):
+        return [ItemResult(i, st["status"], st.get("reason"), d, skipped=True)
+                for (i, d), st in zip(dirs.items(), done.values())]
+    for d in dirs.values():
+        if d.exists():
+            shutil.rmtree(d)
+    s = item_seed(seed, group_id)
+    if host.start_error is None:
+        try:
+            host.ensure()
+        except Exception as exc:
+            host.close()
+            host.start_error = f"model {spec.id} could not be started ({spec.backend} backend): {exc}"
+            outcomes = [(i, startup_failure(rate, host.start_error)) for i, _ in items]
+        else:
+            outcomes = asyncio.run(run_forked_session(host, [(i, fac()) for i, fac in items], rate, s, prompt))
+    else:
+        outcomes = [(i, startup_failure(rate, host.start_error, retried=False)) for i, _ in items]
+    return [write_item(dirs[item_id], outcome, spec, "lockstep", s) for item_id, outcome in outcomes]

@@ -59,6 +59,8 @@ class ModelHost:
         self.spec = spec
         self.backend: Backend | None = None
         self.endpoint: Endpoint | None = None
+        # Once the model could not start, this host's later items are not retried (and say so).
+        self.start_error: str | None = None
 
     def ensure(self) -> Endpoint:
         if self.backend is None or not self.backend.alive():
@@ -207,32 +209,40 @@ def run_items(model_spec: Any, items: Iterable[tuple[str, StimulusFactory]], out
     out = prepare_out_dir(spec, [i for i, _ in items], out_dir, clock, rate, seed, prompt)
     host = ModelHost(spec)
     results = []
-    start_error: str | None = None  # once the model cannot start, later items are not retried
     try:
         for item_id, factory in items:
-            item_dir = out / "items" / item_id
-            st = finished_status(item_dir)
-            if st is not None:
-                result = ItemResult(item_id, st["status"], st.get("reason"), item_dir, skipped=True)
-            else:
-                if item_dir.exists():
-                    shutil.rmtree(item_dir)  # an unfinished attempt (and its temp files) is redone from scratch
-                s = item_seed(seed, item_id)
-                if start_error is not None:
-                    outcome = startup_failure(rate, start_error, retried=False)
-                else:
-                    try:
-                        outcome = run_one(host, factory(), clock, rate, s, prompt)
-                    except ModelStartError as exc:
-                        start_error = str(exc)
-                        outcome = startup_failure(rate, start_error)
-                result = write_item(item_dir, outcome, spec, clock, s)
+            result = play_item(host, out, item_id, factory, clock, rate=rate, seed=seed, prompt=prompt)
             results.append(result)
             if on_item:
                 on_item(result)
     finally:
         host.close()
     return results
+
+
+def play_item(host: ModelHost, out: Path, item_id: str, factory: StimulusFactory, clock: str, *, rate: int,
+              seed: int, prompt: str | None) -> ItemResult:
+    """One item of a prepared folder (`prepare_out_dir`) on `host`: skipped when finished, else (re)played.
+
+    The unit of work every executor hands out (duplexeval/executors): all it touches is
+    `out/items/<item_id>/`, so items on different hosts never share a file.
+    """
+    item_dir = out / "items" / item_id
+    st = finished_status(item_dir)
+    if st is not None:
+        return ItemResult(item_id, st["status"], st.get("reason"), item_dir, skipped=True)
+    if item_dir.exists():
+        shutil.rmtree(item_dir)  # an unfinished attempt (and its temp files) is redone from scratch
+    s = item_seed(seed, item_id)
+    if host.start_error is not None:
+        outcome = startup_failure(rate, host.start_error, retried=False)
+    else:
+        try:
+            outcome = run_one(host, factory(), clock, rate, s, prompt)
+        except ModelStartError as exc:
+            host.start_error = str(exc)
+            outcome = startup_failure(rate, host.start_error)
+    return write_item(item_dir, outcome, host.spec, clock, s)
 
 
 def run_item(model_spec: Any, stimulus: Stimulus, item_dir: str | os.PathLike[str], clock: str = "lockstep", *,

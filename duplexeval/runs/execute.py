@@ -1,19 +1,18 @@
-"""Run a planned suite: each job's items through the runner, then scoring, then a summary.
+"""Run a planned suite: each job cut into work units, the units played by an executor, each job scored, a summary.
 
 Every stage writes files (docs/architecture.md), so an interrupted run resumes where it
-stopped: finished items are skipped by the runner, scoring is cheap and re-done.
+stopped: finished units are skipped, scoring is cheap and re-done. Which executor plays
+the units (serial, local processes, Ray) changes no recorded byte (docs/runner.md).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from duplexeval.executors.base import JobPlan
 from duplexeval.io import atomic_write_json
-from duplexeval.runner import run_items
-from duplexeval.runs.job_files import write_job_files
 from duplexeval.runs.plan import Job
 from duplexeval.runs.verify import seal_manifest
 
@@ -47,24 +46,61 @@ def with_runner(jobs: list[Job], run_id: str, backend: str | None = None, endpoi
             for j in jobs]
 
 
+def plan_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None) -> JobPlan:
+    """The job's work units (duplexeval/executors); NotImplementedError says why it cannot run."""
+    if clock not in job.model.data["clocks"]:
+        raise NotImplementedError(f"model {job.model.id} does not support the {clock} clock")
+    dimension = job.bench["dimension"]
+    kw = dict(clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
+    if dimension.startswith("mtr-"):
+        from duplexeval.runs.mtr_job import MtrPlan
+
+        plan: JobPlan = MtrPlan(job, bench_dir, **kw)
+    elif dimension == "mpe":
+        from duplexeval.runs.mpe_items import MpePlan
+
+        plan = MpePlan(job, bench_dir, **kw)
+    else:
+        raise NotImplementedError(f"{dimension} dimensions are not wired into `run` yet")
+    plan.units()  # loads the data now: a job whose data is missing is "not run" before anything starts
+    return plan
+
+
 def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode: str,
-            limit: int | None = None, progress: Progress = print) -> list[JobOutcome]:
-    outcomes = []
-    for n, job in enumerate(jobs, 1):
-        bench_dir = job_dir(run_dir, job)
-        progress(f"[{n}/{len(jobs)}] {job.key}")
-        try:
-            outcomes.append(_execute_job(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode,
-                                         limit=limit, progress=progress))
-        except NotImplementedError as exc:
-            progress(f"  not run: {exc}")
-            outcomes.append(JobOutcome(job, "not-run", str(exc), None, bench_dir))
+            limit: int | None = None, progress: Progress = print, pool: Any = None) -> list[JobOutcome]:
+    """Plans every job, plays their units on `pool` (default: serial), scores each job, writes the summary."""
+    from duplexeval.executors import make_pool, run_plans
+
+    if pool is None:
+        pool = make_pool("serial", run_dir, scoring_progress=getattr(progress, "scoring", None))
+    outcomes: dict[str, JobOutcome] = {}
+    plans: list[JobPlan] = []
+    try:
+        for n, job in enumerate(jobs, 1):
+            bench_dir = job_dir(run_dir, job)
+            progress(f"[{n}/{len(jobs)}] {job.key}")
+            try:
+                plan = plan_job(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
+            except NotImplementedError as exc:
+                progress(f"  not run: {exc}")
+                outcomes[job.key] = JobOutcome(job, "not-run", str(exc), None, bench_dir)
+                continue
+            plan.prepare()
+            progress(plan.summary())
+            plans.append(plan)
+    except BaseException:
+        pool.close()
+        raise
+    results = run_plans(plans, pool, run_dir, progress)
+    for plan in plans:
+        outcomes[plan.key] = JobOutcome(plan.job, "scored", None, results[plan.key], job_dir(run_dir, plan.job))
+    ordered = [outcomes[j.key] for j in jobs]
     for bench in _mpe_benchmarks(jobs):
         progress(f"text-only reference on {bench['id']} ({bench['judges']['text_reference']})")
         _text_reference(run_dir, bench, cache_mode, limit)
-    atomic_write_json(run_dir / "summary.json", summary(run_dir, outcomes))
+    atomic_write_json(run_dir / "summary.json", summary(run_dir, ordered))
     seal_manifest(run_dir)  # manifest.json records the sha256 of every results file
-    return outcomes
+    return ordered
 
 
 def _mpe_benchmarks(jobs: list[Job]) -> list[dict[str, Any]]:
@@ -85,39 +121,6 @@ def _text_reference(run_dir: Path, bench: dict[str, Any], cache_mode: str, limit
     judge_id = bench["judges"]["text_reference"]
     judge = load_judge(judge_id, JudgeCache(mode=cache_mode))
     write_text_reference(run_dir, bench, load_bench_scenes(bench, limit), judge, judge_id)
-
-
-def _execute_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None,
-                 progress: Progress) -> JobOutcome:
-    dimension = job.bench["dimension"]
-    if clock not in job.model.data["clocks"]:
-        raise NotImplementedError(f"model {job.model.id} does not support the {clock} clock")
-    if dimension.startswith("mtr-"):
-        from duplexeval.runs.mtr_job import run_mtr_job
-
-        results = run_mtr_job(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit,
-                              progress=progress)
-        return JobOutcome(job, "scored", None, results, bench_dir)
-    if dimension != "mpe":
-        raise NotImplementedError(f"{dimension} dimensions are not wired into `run` yet")
-    from duplexeval.runs.mpe_items import mpe_items
-    from duplexeval.scoring.mpe_results import judges_from_spec, score_bench_dir
-
-    write_job_files(bench_dir, job)
-    items = mpe_items(job.bench, limit)
-    started = time.monotonic()
-
-    def on_item(result) -> None:
-        done = sum(1 for _ in (bench_dir / "items").glob("*/status.json"))
-        state = "skipped (done)" if result.skipped else result.status
-        reason = f": {result.reason}" if result.reason else ""
-        progress(f"  {done}/{len(items)} {result.item_id} {state}{reason} [{time.monotonic() - started:.0f} s]")
-
-    run_items(job.runner_model, items, bench_dir, clock, rate=int(job.bench["audio"]["rate"]), seed=seed, on_item=on_item)
-    progress("  scoring")
-    results = score_bench_dir(bench_dir, job.bench, judges_from_spec(job.bench, cache_mode),
-                              progress=getattr(progress, "scoring", None))  # a bar where the CLI gives one
-    return JobOutcome(job, "scored", None, results, bench_dir)
 
 
 def summary(run_dir: Path, outcomes: list[JobOutcome]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""Duplex-MPE items of a job: one conversation per scene, rendered lazily.
+"""Duplex-MPE items of a job: one conversation per scene, rendered lazily; the job's plan of work units.
 
-The factory renders on demand so a resumed run spends no TTS on finished items.
+The factory renders on demand so a resumed run spends no TTS on finished items (and a
+worker renders only the scenes of the units it plays).
 """
 
 from __future__ import annotations
@@ -8,7 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from duplexeval.executors.base import JobPlan
+from duplexeval.runner.fork import Group
 from duplexeval.runner.stimulus import Stimulus
+from duplexeval.runs.job_files import write_job_files
 from duplexeval.scenes.loader import load_scenes
 from duplexeval.scenes.render import render_turns
 from duplexeval.scenes.scheduler import MPEScheduler
@@ -34,3 +38,22 @@ def mpe_items(bench: dict[str, Any], limit: int | None = None) -> list[tuple[str
         return lambda: MPEScheduler(render_turns(scene, condition, rate, tts=bench.get("tts")), bench)
 
     return [(scene.id, factory(scene)) for scene in scenes]
+
+
+class MpePlan(JobPlan):
+    """A Duplex-MPE job as units: one conversation (scene) per unit."""
+
+    def build_groups(self) -> list[Group]:
+        return [(item_id, [(item_id, factory)]) for item_id, factory in mpe_items(self.job.bench, self.limit)]
+
+    def write_job_files(self) -> None:
+        write_job_files(self.bench_dir, self.job)
+
+    def summary(self) -> str:
+        return f"  {len(self.groups())} conversations"
+
+    def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+        from duplexeval.scoring.mpe_results import judges_from_spec, score_bench_dir
+
+        return score_bench_dir(self.bench_dir, self.job.bench, judges_from_spec(self.job.bench, self.cache_mode),
+                               progress=progress)

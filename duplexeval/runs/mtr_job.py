@@ -1,7 +1,8 @@
-"""An MTR-DuplexBench job of a run: dialogues -> scored rounds -> items (forked or replayed) -> scores.
+"""An MTR-DuplexBench job of a run: dialogues -> scored rounds -> work units (forked or replayed) -> scores.
 
-Mirrors the Duplex-MPE path in execute.py. How round k's history reaches the model
-(docs/mtr.md, "Context consistency") is recorded in context.json and results.json:
+Mirrors the Duplex-MPE plan in mpe_items.py; the executor plays the units. How round k's
+history reaches the model (docs/mtr.md, "Context consistency") is recorded in
+context.json and results.json:
 `fork` (teacher forcing, snapshot per round: linear), `replay` (teacher forcing, a fresh
 session per round: quadratic, same bytes), `history-as-heard` (no teacher forcing: the
 model's own replies are its history; flagged, not comparable).
@@ -9,15 +10,13 @@ model's own replies are its history; flagged, not comparable).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Callable
 
+from duplexeval.executors.base import JobPlan
 from duplexeval.io import atomic_write_json
 from duplexeval.mtr.items import context_mode, item_factories, load_dialogues, scored_rounds
 from duplexeval.mtr.score import judges_for, score_bench_dir, write_rounds_file
-from duplexeval.runner import run_items
-from duplexeval.runner.fork import run_forked_items
 from duplexeval.runs.job_files import write_job_files
 
 HISTORY_FLAG = ("history as heard: the model lacks teacher_forcing, so its own earlier replies are its context; "
@@ -29,42 +28,50 @@ def context_record(mode: str) -> dict[str, Any]:
             "flag": HISTORY_FLAG if mode == "history-as-heard" else None}
 
 
-def run_mtr_job(job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None,
-                progress: Callable[[str], None]) -> dict[str, Any]:
-    bench = job.bench
-    mode = context_mode(bench, list(job.model.data.get("capabilities", [])), clock)
-    if mode == "skip":
-        raise NotImplementedError(f"model {job.model.id} lacks teacher_forcing and the spec says skip")
-    judges = judges_for(bench, cache_mode)
-    from duplexeval.mtr.datasets import DatasetUnavailable
+class MtrPlan(JobPlan):
+    """An MTR-DuplexBench job as units: one dialogue per unit when forked (its rounds share a
+    trunk), else one scored round per unit (a fresh session each)."""
 
-    try:
-        dialogues = load_dialogues(bench, limit)
-    except DatasetUnavailable as exc:  # offline, or a licensed corpus not supplied: the job is not run, the run goes on
-        raise NotImplementedError(str(exc)) from None
-    scored = scored_rounds(bench, dialogues, judges)
-    if not scored:
-        raise NotImplementedError(f"benchmark {bench['id']}: no rounds selected from {len(dialogues)} dialogues")
-    bench_dir.mkdir(parents=True, exist_ok=True)
-    write_job_files(bench_dir, job, bench)
-    write_rounds_file(bench_dir, scored)
-    context = context_record(mode)
-    atomic_write_json(bench_dir / "context.json", context)
-    groups = item_factories(bench, scored, teacher_forcing=context["teacher_forcing"])
-    n_items = len(scored)
-    started = time.monotonic()
+    def __init__(self, job, bench_dir: Path, **kw):
+        super().__init__(job, bench_dir, **kw)
+        self.mode = context_mode(job.bench, list(job.model.data.get("capabilities", [])), self.clock)
+        if self.mode == "skip":
+            raise NotImplementedError(f"model {job.model.id} lacks teacher_forcing and the spec says skip")
+        self.forked = self.mode == "fork"
+        self.context = context_record(self.mode)
+        self._scored: tuple[list, list] | None = None
 
-    def on_item(result) -> None:
-        state = "skipped (done)" if result.skipped else result.status
-        reason = f": {result.reason}" if result.reason else ""
-        progress(f"  {result.item_id} {state}{reason} [{time.monotonic() - started:.0f} s]")
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "_scored": None}
 
-    rate = int(bench["audio"]["rate"])
-    progress(f"  {n_items} rounds from {len(dialogues)} dialogues, context {mode}")
-    if mode == "fork":
-        run_forked_items(job.runner_model, groups, bench_dir, clock, rate=rate, seed=seed, on_item=on_item)
-    else:
-        run_items(job.runner_model, [i for _, items in groups for i in items], bench_dir, clock, rate=rate, seed=seed,
-                  on_item=on_item)
-    progress("  scoring")
-    return score_bench_dir(bench_dir, bench, judges, context=context, progress=getattr(progress, "scoring", None))
+    def scored(self) -> tuple[list, list]:
+        """(dialogues, scored rounds); NotImplementedError when the data is not here or selects nothing."""
+        if self._scored is None:
+            from duplexeval.mtr.datasets import DatasetUnavailable
+
+            bench = self.job.bench
+            try:
+                dialogues = load_dialogues(bench, self.limit)
+            except DatasetUnavailable as exc:  # offline, or a licensed corpus not supplied: the job is not run
+                raise NotImplementedError(str(exc)) from None
+            scored = scored_rounds(bench, dialogues, judges_for(bench, self.cache_mode))
+            if not scored:
+                raise NotImplementedError(f"benchmark {bench['id']}: no rounds selected from {len(dialogues)} dialogues")
+            self._scored = (dialogues, scored)
+        return self._scored
+
+    def build_groups(self) -> list:
+        return item_factories(self.job.bench, self.scored()[1], teacher_forcing=self.context["teacher_forcing"])
+
+    def write_job_files(self) -> None:
+        write_job_files(self.bench_dir, self.job, self.job.bench)
+        write_rounds_file(self.bench_dir, self.scored()[1])
+        atomic_write_json(self.bench_dir / "context.json", self.context)
+
+    def summary(self) -> str:
+        dialogues, scored = self.scored()
+        return f"  {len(scored)} rounds from {len(dialogues)} dialogues, context {self.mode}"
+
+    def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+        return score_bench_dir(self.bench_dir, self.job.bench, judges_for(self.job.bench, self.cache_mode),
+                               context=self.context, progress=progress)

@@ -1,0 +1,189 @@
+"""Work units, job plans and the worker that plays units: what every executor shares.
+
+A job (one model x one benchmark) is cut into **work units**: one item, or, for forked
+jobs, one group of items that share a session (runner/fork.py). A unit writes only under
+its own item folders, so units of one job can run on different model servers at once.
+The driver plans units up front; a worker receives a unit together with its (small,
+picklable) `JobPlan` and builds the unit's stimulus itself, so no audio or closure is
+ever shipped between processes or nodes. The executor knows units and plans, never a
+benchmark's name (benchmark plans live in duplexeval/runs/).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from duplexeval.runner.fork import Group, play_group
+from duplexeval.runner.items import ITEM_ID, ItemResult, ModelHost, finished_status, play_item, prepare_out_dir
+from duplexeval.runner.modelspec import ModelSpec, model_spec_from
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One schedulable piece of a job: its items share a session (one item unless forked)."""
+
+    job_key: str                  # "<model>/<benchmark>"
+    unit_id: str                  # the item id, or the fork group id
+    item_ids: tuple[str, ...]
+    host_key: str                 # which model server runs it: units with one host_key can share a server
+
+    @property
+    def key(self) -> str:
+        return f"{self.job_key}/{self.unit_id}"
+
+
+@dataclass
+class UnitReport:
+    """What a worker sends back for a unit: one (item_id, status, reason, skipped) per item."""
+
+    unit_key: str
+    items: list[tuple[str, str, str | None, bool]]
+    worker: str
+
+    @property
+    def state(self) -> str:
+        """'ok', 'skipped (done)', or the first item that did not finish ok, with its reason."""
+        if all(skipped for *_, skipped in self.items):
+            return "skipped (done)"
+        for item_id, status, reason, _ in self.items:
+            if status != "ok":
+                where = f"{item_id} " if len(self.items) > 1 else ""
+                return f"{where}{status}" + (f": {reason}" if reason else "")
+        return "ok"
+
+
+class JobPlan:
+    """A job as units: the driver calls `prepare` and `units`, a worker `play`, a scorer `score`.
+
+    Subclasses (one per benchmark family, duplexeval/runs/) give `build_groups` (the items
+    with lazy stimulus factories, grouped when forked), `write_job_files` and `score`.
+    Raising NotImplementedError from the constructor means "this job cannot run" (the
+    reason is the message). Only the constructor's arguments are pickled: the factories
+    are rebuilt where the unit runs.
+    """
+
+    forked = False
+    prompt: str | None = None
+
+    def __init__(self, job: Any, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None):
+        self.job = job
+        self.bench_dir = Path(bench_dir).resolve()  # a worker on another node (or cwd) writes the same folder
+        self.clock, self.seed, self.cache_mode, self.limit = clock, seed, cache_mode, limit
+        self.rate = int(job.bench["audio"]["rate"])
+        self._groups: list[Group] | None = None
+        self._by_unit: dict[str, list[tuple[str, Any]]] | None = None
+
+    # -- benchmark hooks -------------------------------------------------------------
+    def build_groups(self) -> list[Group]:
+        raise NotImplementedError
+
+    def write_job_files(self) -> None:
+        """Files of the job folder besides items/ (benchmark.json, model.json, ...)."""
+
+    def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def summary(self) -> str:
+        """A progress line saying what the job holds."""
+        return f"  {len(self._unit_items())} units"
+
+    # -- shared ------------------------------------------------------------------------
+    @property
+    def key(self) -> str:
+        return self.job.key
+
+    @property
+    def spec(self) -> ModelSpec:
+        return model_spec_from(self.job.runner_model)
+
+    @property
+    def host_key(self) -> str:
+        """Units with the same host key can be played on one model server."""
+        s = self.spec
+        return f"{s.id}@{s.sha256[:12]}:{s.backend}"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_groups": None, "_by_unit": None}
+
+    def groups(self) -> list[Group]:
+        if self._groups is None:
+            self._groups = [(g, list(items)) for g, items in self.build_groups()]
+        return self._groups
+
+    def _unit_items(self) -> dict[str, list[tuple[str, Any]]]:
+        if self._by_unit is None:
+            if self.forked:
+                self._by_unit = {g: items for g, items in self.groups()}
+            else:
+                self._by_unit = {i: [(i, f)] for _, items in self.groups() for i, f in items}
+        return self._by_unit
+
+    def units(self) -> list[Unit]:
+        out = []
+        for unit_id, items in self._unit_items().items():
+            if not ITEM_ID.match(unit_id):
+                raise ValueError(f"job {self.key}: unit id {unit_id!r} is not a safe file name (letters, digits, . _ -)")
+            out.append(Unit(self.key, unit_id, tuple(i for i, _ in items), self.host_key))
+        return out
+
+    def prepare(self) -> None:
+        """Driver side, once per run: job files, and the folder's resume identity (refuses a mismatch)."""
+        self.bench_dir.mkdir(parents=True, exist_ok=True)
+        self.write_job_files()
+        ids = [i for _, items in self.groups() for i, _ in items]
+        prepare_out_dir(self.spec, ids, self.bench_dir, self.clock, self.rate, self.seed, self.prompt)
+
+    def finished(self, unit: Unit) -> bool:
+        return all(finished_status(self.bench_dir / "items" / i) is not None for i in unit.item_ids)
+
+    def play(self, host: ModelHost, unit: Unit) -> list[ItemResult]:
+        items = self._unit_items()[unit.unit_id]
+        kw = dict(rate=self.rate, seed=self.seed, prompt=self.prompt)
+        if self.forked:
+            return play_group(host, self.bench_dir, unit.unit_id, items, **kw)
+        (item_id, factory), = items
+        return [play_item(host, self.bench_dir, item_id, factory, self.clock, **kw)]
+
+
+def worker_identity(name: str) -> dict[str, Any]:
+    return {"worker": name, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+@dataclass
+class UnitWorker:
+    """Plays units on one model server at a time (a host per job, as `run_items` keeps one).
+
+    `slots` is how many units the server may hold at once: 1 today; a server that
+    advertises batched sessions (`max_sessions`) will raise it, and an executor hands a
+    worker up to `slots` units.
+    """
+
+    name: str
+    slots: int = 1
+    plans: dict[str, JobPlan] = field(default_factory=dict)
+    hosts: dict[str, ModelHost] = field(default_factory=dict)
+
+    def plan(self, plan: JobPlan) -> JobPlan:
+        """The worker's own copy of a job's plan, so its stimulus factories are built once."""
+        return self.plans.setdefault(plan.key, plan)
+
+    def run(self, plan: JobPlan, unit: Unit) -> UnitReport:
+        plan = self.plan(plan)
+        for key in [k for k in self.hosts if k != plan.key]:
+            self.hosts.pop(key).close()  # one live model server per worker, as today per job
+        host = self.hosts.setdefault(plan.key, ModelHost(plan.spec))
+        results = plan.play(host, unit)
+        return UnitReport(unit.key, [(r.item_id, r.status, r.reason, r.skipped) for r in results], self.name)
+
+    def release(self, job_key: str) -> None:
+        host = self.hosts.pop(job_key, None)
+        if host is not None:
+            host.close()
+
+    def close(self) -> None:
+        for key in list(self.hosts):
+            self.release(key)

@@ -1,0 +1,159 @@
+"""The scheduling loop every executor shares: units to free worker slots, scoring once a job is done.
+
+An executor is this loop plus a `Pool` (serial: in-process; local: worker processes;
+ray: actors and tasks). The loop owns the bookkeeping that makes a run exact:
+
+- a unit is claimed (duplexeval/executors/claims.py) before it is handed to a worker,
+  and handed to exactly one worker at a time;
+- a unit whose worker died (SIGKILL, OOM, a lost node) goes back to the front of the
+  queue, up to UNIT_ATTEMPTS times; its half-written item folders are removed when it is
+  replayed (runner/items.py), so a finished run holds exactly one attempt per item;
+- a unit already finished on disk is skipped without a worker;
+- a unit claimed by another live driver is waited for, not played;
+- a job is scored once all its units are finished; scoring reads the folder in sorted
+  order, so results never depend on which unit finished first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from duplexeval.executors.base import JobPlan, Unit, UnitReport
+from duplexeval.executors.claims import Claims
+
+# A unit that takes its worker down this many times stops the run (it would again).
+UNIT_ATTEMPTS = 3
+# How often units held by another driver are looked at again, in seconds.
+FOREIGN_POLL_S = 0.5
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Event:
+    """What a pool reports: a unit done, a unit lost with its worker, a job scored, or an error."""
+
+    kind: str                      # "unit" | "lost" | "scored" | "error"
+    unit: Unit | None = None
+    job_key: str | None = None
+    report: UnitReport | None = None
+    results: dict[str, Any] | None = None
+    error: BaseException | None = None
+    reason: str = ""
+
+
+class Pool(Protocol):
+    def free(self, unit: Unit, plan: JobPlan) -> bool: ...
+    def pending(self) -> bool: ...
+    def submit(self, plan: JobPlan, unit: Unit) -> None: ...
+    def score(self, plan: JobPlan) -> None: ...
+    def retire(self, host_key: str) -> None: ...
+    def wait(self, timeout: float | None) -> list[Event]: ...
+    def close(self) -> None: ...
+
+
+class UnitFailed(RuntimeError):
+    """A unit kept taking its worker down."""
+
+
+def schedule(plans: list[JobPlan], pool: Pool, claims: Claims, progress: Progress) -> dict[str, dict[str, Any]]:
+    """Runs every unit of `plans` on `pool`, scores each job; returns results per job key."""
+    by_key = {p.key: p for p in plans}
+    units = {p.key: p.units() for p in plans}
+    total = sum(len(u) for u in units.values())
+    queue: deque[Unit] = deque(u for p in plans for u in units[p.key])
+    remaining = {k: len(v) for k, v in units.items()}
+    per_host: dict[str, int] = {}
+    for u in queue:
+        per_host[u.host_key] = per_host.get(u.host_key, 0) + 1
+    attempts: dict[str, int] = {}
+    foreign: list[Unit] = []
+    in_flight = 0
+    scoring: set[str] = set()
+    results: dict[str, dict[str, Any]] = {}
+    done = 0
+    started = time.monotonic()
+
+    def finish(unit: Unit, state: str) -> None:
+        nonlocal done
+        done += 1
+        remaining[unit.job_key] -= 1
+        per_host[unit.host_key] -= 1
+        if per_host[unit.host_key] == 0:
+            pool.retire(unit.host_key)  # e.g. give a GPU back once a model has nothing left
+        progress(f"  {done}/{total} {unit.key} {state} [{time.monotonic() - started:.0f} s]")
+
+    try:
+        while len(results) < len(plans):
+            for key, plan in by_key.items():
+                if remaining[key] == 0 and key not in scoring:
+                    scoring.add(key)
+                    progress(f"  scoring {key}")
+                    pool.score(plan)
+            waiting = deque()
+            while queue:
+                unit = queue.popleft()
+                plan = by_key[unit.job_key]
+                if plan.finished(unit):
+                    finish(unit, "skipped (done)")
+                    continue
+                if not pool.free(unit, plan):
+                    waiting.append(unit)
+                    continue
+                if not claims.try_claim(unit):
+                    foreign.append(unit)
+                    continue
+                pool.submit(plan, unit)
+                in_flight += 1
+            queue = waiting
+            if foreign and in_flight == 0 and not queue:
+                _recheck(foreign, queue, by_key, finish, claims)
+            if len(results) == len(plans):
+                break
+            busy = in_flight or len(scoring) > len(results) or pool.pending()
+            if not busy:
+                if foreign:
+                    time.sleep(FOREIGN_POLL_S)
+                    _recheck(foreign, queue, by_key, finish, claims)
+                elif queue and not any(pool.free(u, by_key[u.job_key]) for u in queue):
+                    raise RuntimeError(f"no worker can take unit {queue[0].key} and nothing is running")
+                continue
+            for ev in pool.wait(FOREIGN_POLL_S if foreign else None):
+                if ev.kind == "unit":
+                    in_flight -= 1
+                    claims.release(ev.unit)
+                    finish(ev.unit, ev.report.state)
+                elif ev.kind == "lost":
+                    in_flight -= 1
+                    n = attempts[ev.unit.key] = attempts.get(ev.unit.key, 0) + 1
+                    progress(f"  {ev.unit.key}: worker lost ({ev.reason}); unit requeued (attempt {n + 1})")
+                    if n >= UNIT_ATTEMPTS:
+                        raise UnitFailed(f"unit {ev.unit.key} lost its worker {n} times ({ev.reason}); "
+                                         "its items are unfinished and a resume will try again")
+                    queue.appendleft(ev.unit)  # still claimed by us
+                elif ev.kind == "scored":
+                    results[ev.job_key] = ev.results
+                elif ev.kind == "error":
+                    raise ev.error
+            if foreign:
+                _recheck(foreign, queue, by_key, finish, claims)
+    finally:
+        for plan in plans:
+            for unit in units[plan.key]:
+                claims.release(unit)
+        claims.cleanup()
+    return results
+
+
+def _recheck(foreign: list[Unit], queue: deque, by_key: dict[str, JobPlan], finish, claims: Claims) -> None:
+    """Units another driver held: finished by it -> done; its claim gone or stale -> ours to play."""
+    for unit in list(foreign):
+        if by_key[unit.job_key].finished(unit) and claims.owner_of(unit) is None:
+            foreign.remove(unit)
+            finish(unit, "skipped (done by another driver)")
+        elif claims.owner_of(unit) is None or claims.stale(claims.owner_of(unit)):
+            foreign.remove(unit)
+            queue.append(unit)

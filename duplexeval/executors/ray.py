@@ -1,0 +1,212 @@
+"""The Ray executor (extra `ray`): one actor per model server, units scheduled over actors, scoring as Ray tasks.
+
+Per model (host key) the pool starts `jobs` actors, each reserving the GPUs its spec's
+`launch.gpus` asks for (`num_gpus`) and one CPU, so Ray places them where the hardware
+is; an actor keeps its model server (a local process, or a container through the docker
+backend) across units. Actors of a model are killed once none of its units is left, so
+its GPUs go back to the cluster. The run folder must be on storage every node sees (the
+actors and scoring tasks write it directly; nothing large passes through Ray's object
+store). An actor that dies (SIGKILL, a lost node) surfaces as RayActorError on its
+unit: the driver replaces the actor and requeues the unit (executors/core.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duplexeval.executors.base import JobPlan, Unit, UnitWorker
+from duplexeval.executors.core import Event
+from duplexeval.executors.local import portable_error
+from duplexeval.executors.registry import WorkerRegistry
+
+# Only unit descriptions and small reports travel through the object store.
+LOCAL_OBJECT_STORE_BYTES = 100 * 1024 * 1024
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--executor ray needs the `ray` extra: pip install -e '.[ray]'") from None
+    return ray
+
+
+def connect(address: str | None) -> Any:
+    """This process joined to the cluster at `address` (None: a local one started here, or the one already joined)."""
+    ray = _ray()
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(include_dashboard=False, object_store_memory=LOCAL_OBJECT_STORE_BYTES, log_to_driver=False)
+    return ray
+
+
+def cluster_shape(ray: Any) -> dict[str, Any]:
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    res = ray.cluster_resources()
+    return {"nodes": len(nodes), "cpus": res.get("CPU", 0.0), "gpus": res.get("GPU", 0.0),
+            "node_resources": sorted(({"cpus": n["Resources"].get("CPU", 0.0), "gpus": n["Resources"].get("GPU", 0.0)}
+                                      for n in nodes), key=lambda r: (r["cpus"], r["gpus"]))}
+
+
+class _UnitActor:
+    """The body of a Ray actor: a UnitWorker that answers ("unit", report) or ("error", exc)."""
+
+    def __init__(self, name: str, registry: WorkerRegistry):
+        self.worker = UnitWorker(name)
+        registry.register(name)
+
+    def run(self, plan: JobPlan, unit: Unit) -> tuple[str, Any]:
+        try:
+            return "unit", self.worker.run(plan, unit)
+        except BaseException as exc:
+            return "error", portable_error(exc)
+
+    def ping(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+def _score(plan: JobPlan) -> tuple[str, Any]:
+    try:
+        return "scored", plan.score()
+    except BaseException as exc:
+        return "error", portable_error(exc)
+
+
+@dataclass
+class _Actor:
+    name: str
+    handle: Any
+    busy: bool = False
+    ready: bool = False  # placed by Ray and constructed: only then is it given units
+
+
+class RayPool:
+    def __init__(self, jobs: int, run_dir: Path, address: str | None = None):
+        if jobs < 1:
+            raise ValueError(f"--jobs must be at least 1, got {jobs}")
+        self.ray = connect(address)
+        self.jobs = jobs
+        self.registry = WorkerRegistry(Path(run_dir).resolve())
+        self.actor_cls = self.ray.remote(_UnitActor)
+        self.score_task = self.ray.remote(num_cpus=1, max_retries=0)(_score)
+        self.pools: dict[str, list[_Actor]] = {}
+        self.gpus: dict[str, int] = {}
+        self.futures: dict[Any, tuple[str, _Actor | None, JobPlan, Unit | None]] = {}
+        self.pings: dict[Any, tuple[str, _Actor]] = {}
+        self.started = 0
+
+    def _new_actor(self, host_key: str) -> _Actor:
+        self.started += 1
+        name = f"ray-{self.started}"
+        handle = self.actor_cls.options(num_cpus=1, num_gpus=self.gpus[host_key], max_restarts=0,
+                                        max_task_retries=0).remote(name, self.registry)
+        actor = _Actor(name, handle)
+        self.pings[handle.ping.remote()] = (host_key, actor)
+        return actor
+
+    def _pool(self, plan: JobPlan) -> list[_Actor]:
+        if plan.host_key not in self.pools:
+            self.gpus[plan.host_key] = int(plan.spec.gpus)
+            self.pools[plan.host_key] = [self._new_actor(plan.host_key) for _ in range(self.jobs)]
+        return self.pools[plan.host_key]
+
+    def free(self, unit: Unit, plan: JobPlan | None = None) -> bool:
+        """A placed, idle actor for the unit's model. Units never wait on an actor Ray has not
+        placed: on a full cluster that actor may wait for resources held by idle actors of
+        models with work left, a deadlock."""
+        if unit.host_key not in self.pools and plan is not None:
+            self._pool(plan)
+        return any(a.ready and not a.busy for a in self.pools.get(unit.host_key, []))
+
+    def pending(self) -> bool:
+        """Actors not yet placed: the loop waits for them rather than giving up."""
+        return bool(self.pings)
+
+    def submit(self, plan: JobPlan, unit: Unit) -> None:
+        actor = next(a for a in self._pool(plan) if a.ready and not a.busy)
+        actor.busy = True
+        self.futures[actor.handle.run.remote(plan, unit)] = ("unit", actor, plan, unit)
+
+    def score(self, plan: JobPlan) -> None:
+        self.futures[self.score_task.remote(plan)] = ("score", None, plan, None)
+
+    def retire(self, host_key: str) -> None:
+        for actor in self.pools.pop(host_key, []):
+            self._kill(actor)
+        for ref, (key, _) in list(self.pings.items()):
+            if key == host_key:
+                del self.pings[ref]
+
+    def _kill(self, actor: _Actor) -> None:
+        if actor.ready:
+            try:
+                self.ray.get(actor.handle.close.remote(), timeout=30)  # stops its model server (container) cleanly
+            except Exception:
+                pass
+        self.ray.kill(actor.handle, no_restart=True)
+        self.registry.unregister(actor.name)
+
+    def wait(self, timeout: float | None) -> list[Event]:
+        refs = [*self.futures, *self.pings]
+        if not refs:
+            return []
+        ready, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)
+        if ready:
+            more, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+            ready = list(dict.fromkeys([*ready, *more]))
+        events = []
+        for ref in [r for r in ready if r in self.pings]:
+            host_key, actor = self.pings.pop(ref)
+            try:
+                self.ray.get(ref)
+                actor.ready = True
+            except Exception:  # died before it was placed or constructed: replace it
+                self.registry.unregister(actor.name)
+                pool = self.pools.get(host_key, [])
+                if actor in pool:
+                    pool[pool.index(actor)] = self._new_actor(host_key)
+        for ref in [r for r in ready if r in self.futures]:
+            kind, actor, plan, unit = self.futures.pop(ref)
+            try:
+                tag, payload = self.ray.get(ref)
+            except self.ray.exceptions.RayActorError as exc:
+                events.append(self._lost(actor, plan, unit, exc))
+                continue
+            except Exception as exc:  # a scoring task whose worker died, say
+                events.append(Event("error", error=RuntimeError(f"{kind} of {plan.key} failed on Ray: {exc}")))
+                continue
+            if actor is not None:
+                actor.busy = False
+            if tag == "error":
+                events.append(Event("error", error=payload))
+            elif kind == "unit":
+                events.append(Event("unit", unit=unit, report=payload))
+            else:
+                events.append(Event("scored", job_key=plan.key, results=payload))
+        return events
+
+    def _lost(self, actor: _Actor | None, plan: JobPlan, unit: Unit | None, exc: Exception) -> Event:
+        reason = f"Ray actor {actor.name if actor else '?'} died: {type(exc).__name__}"
+        if actor is None or unit is None:
+            return Event("error", error=RuntimeError(f"scoring {plan.key}: {reason}"))
+        self.registry.unregister(actor.name)
+        pool = self.pools.get(unit.host_key, [])
+        if actor in pool:
+            pool[pool.index(actor)] = self._new_actor(unit.host_key)
+        return Event("lost", unit=unit, reason=reason)
+
+    def close(self) -> None:
+        for key in list(self.pools):
+            self.retire(key)
+
+    def describe(self) -> dict[str, Any]:
+        ctx = self.ray.get_runtime_context()
+        return {"name": "ray", "jobs": self.jobs, "cluster": cluster_shape(self.ray),
+                "ray": self.ray.__version__, "address": getattr(ctx, "gcs_address", None)}
