@@ -20,12 +20,24 @@ Why this module exists rather than calling `silero_vad.get_speech_timestamps` di
 The ONNX model is loaded once per process; each stream keeps its own recurrent state
 (Silero's `OnnxWrapper` keeps state on the shared model object, which would mix
 streams), so many `StreamingVAD`s can share one inference session.
+
+The scheduler's live stream and the scorer's `detect_episodes` run the same causal Silero
+over the same samples when the model speaks at the benchmark's rate (the wire's s16 grid
+survives the PCM-16 recording exactly): `make reproduce` would run Silero twice over every
+silent, oracle and cascade conversation. So each `StreamingVAD` keeps a running sha256 of
+the samples it was given and its per-window probabilities, the last `RECENT_STREAMS` of
+them stay reachable, and a causal `detect_episodes` whose audio has exactly that sha256
+replays those probabilities (and the recurrent state after them) instead of running the
+model again: the same numbers in the same order, so the same episodes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
+from array import array
+from collections import OrderedDict
 from fractions import Fraction
 from pathlib import Path
 from typing import Literal
@@ -197,27 +209,70 @@ class EpisodeTracker:
         return [(round(start * self.frame_s, 6), round(end * self.frame_s, 6)) for start, end in self._episodes]
 
 
+# Streams whose probabilities a later causal detect_episodes over the same samples may
+# reuse: a Duplex-MPE job's conversations are scored after all of them were played.
+RECENT_STREAMS = 128
+_recent: OrderedDict[int, "StreamingVAD"] = OrderedDict()
+# (probabilities, Silero state, Silero context, samples waiting for a whole window)
+_Snapshot = tuple[array, np.ndarray, np.ndarray, np.ndarray]
+_recent_lock = threading.Lock()
+
+
 class StreamingVAD:
     """Causal Silero VAD for live use (the MPE scheduler): push 16 kHz audio, read state.
 
     `push` accepts chunks of any length; samples are consumed in 512-sample windows and a
     remainder waits for the next push. Times are stream time in seconds from the first
-    sample pushed.
+    sample pushed. With `remember` (the default) the stream stays reachable for a later
+    `detect_episodes` over the same samples (module docstring).
     """
 
     def __init__(self, *, threshold: float = DEFAULT_THRESHOLD, min_speech_ms: float = MPE_MIN_SPEECH_MS,
-                 merge_gap_ms: float = MPE_MERGE_GAP_MS, hysteresis: float = HYSTERESIS) -> None:
+                 merge_gap_ms: float = MPE_MERGE_GAP_MS, hysteresis: float = HYSTERESIS,
+                 remember: bool = True) -> None:
         self._stream = _SileroStream()
         self._tracker = EpisodeTracker(threshold=threshold, min_speech_ms=min_speech_ms,
                                        merge_gap_ms=merge_gap_ms, frame_s=FRAME_S, hysteresis=hysteresis)
         self._pending = np.zeros(0, dtype=np.float32)
+        self._lock = threading.Lock()
+        self._sha = hashlib.sha256()
+        self._samples = 0
+        self._probs = array("f")  # Silero's outputs are float32: stored exactly
+        if remember:
+            with _recent_lock:
+                _recent[id(self)] = self
+                while len(_recent) > RECENT_STREAMS:
+                    _recent.popitem(last=False)
 
     def push(self, chunk_16k: np.ndarray) -> None:
-        buf = np.concatenate([self._pending, np.asarray(chunk_16k, dtype=np.float32).reshape(-1)])
-        usable = len(buf) - len(buf) % WINDOW
-        for i in range(0, usable, WINDOW):
-            self._tracker.push_prob(self._stream.prob(buf[i:i + WINDOW]))
-        self._pending = buf[usable:]
+        chunk = np.ascontiguousarray(chunk_16k, dtype=np.float32).reshape(-1)
+        with self._lock:
+            self._sha.update(chunk.tobytes())
+            self._samples += len(chunk)
+            buf = np.concatenate([self._pending, chunk])
+            usable = len(buf) - len(buf) % WINDOW
+            for i in range(0, usable, WINDOW):
+                p = self._stream.prob(buf[i:i + WINDOW])
+                self._probs.append(p)
+                self._tracker.push_prob(p)
+            self._pending = buf[usable:]
+
+    def _snapshot(self, n_samples: int, sha256: str) -> _Snapshot | None:
+        """(probabilities, Silero state, context, pending samples) if this stream was given
+        exactly `n_samples` samples whose sha256 is `sha256`; else None."""
+        with self._lock:
+            if self._samples != n_samples or self._sha.hexdigest() != sha256:
+                return None
+            return (array("f", self._probs), self._stream._state.copy(), self._stream._context.copy(),
+                    self._pending.copy())
+
+    def _adopt(self, snapshot: _Snapshot) -> None:
+        """Continues from another stream's snapshot as if its samples had been pushed here."""
+        probs, state, context, pending = snapshot
+        for p in probs:
+            self._tracker.push_prob(p)
+        self._probs = probs
+        self._stream._state, self._stream._context, self._pending = state, context, pending
 
     def flush(self) -> None:
         """End of stream: the partial window is zero-padded and an open burst is closed."""
@@ -245,6 +300,21 @@ class StreamingVAD:
         return self._tracker.episodes()
 
 
+def _recent_snapshot(audio_16k: np.ndarray) -> _Snapshot | None:
+    """The snapshot of a remembered stream that was given exactly these samples, if any."""
+    samples = np.ascontiguousarray(audio_16k, dtype=np.float32).reshape(-1)
+    with _recent_lock:
+        candidates = [s for s in reversed(_recent.values()) if s._samples == len(samples)]
+    if not candidates:
+        return None
+    digest = hashlib.sha256(samples.tobytes()).hexdigest()
+    for stream in candidates:
+        snap = stream._snapshot(len(samples), digest)
+        if snap is not None:
+            return snap
+    return None
+
+
 def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_THRESHOLD,
                     min_speech_ms: float = MPE_MIN_SPEECH_MS, merge_gap_ms: float = MPE_MERGE_GAP_MS,
                     mode: Literal["causal", "offline"] = "causal",
@@ -263,8 +333,12 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
     audio_16k = resample(audio, rate, VAD_RATE)
     if mode == "causal":
         vad = StreamingVAD(threshold=threshold, min_speech_ms=min_speech_ms, merge_gap_ms=merge_gap_ms,
-                           hysteresis=hysteresis)
-        vad.push(audio_16k)
+                           hysteresis=hysteresis, remember=False)
+        seen = _recent_snapshot(audio_16k)
+        if seen is not None:
+            vad._adopt(seen)
+        else:
+            vad.push(audio_16k)
         vad.flush()
         return vad.episodes()
     if mode == "offline":

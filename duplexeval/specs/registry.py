@@ -6,7 +6,10 @@ a close-name suggestion (lm-evaluation-harness style "did you mean").
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -84,6 +87,47 @@ def load_weights_spec(spec_id: str, roots: Iterable[Path] | None = None) -> Spec
     raise UnknownSpecError("model", spec_id, sorted({i for f in WEIGHTS_SPEC_FOLDERS for i in known_spec_ids(f, roots)}))
 
 
+# Per-process memo of parsed spec files. `Registry.load()` runs once per job and per judge
+# in a suite run (about 70 times in `make reproduce`), and each load parses every YAML file
+# again (~0.8 s, most of it the line-tracking YAML parser). A file is reused only while
+# the bytes of every file it was built from (its includes too) are what they were; the
+# reference checks, which look at files outside the specs, still run on every load.
+_FILE_MEMO: dict[tuple[Path, str | None], tuple[tuple[tuple[Path, str | None], ...], Spec]] = {}
+_FILE_MEMO_LOCK = threading.Lock()
+
+
+def _content_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def load_spec_cached(path: Path, expected_kind: str | None = None) -> Spec:
+    """`load_spec`, reusing this process's earlier result while no source file's bytes changed.
+
+    Returns a deep copy, so a caller that edits `spec.data` cannot change what a later
+    `Registry.load()` returns. Errors are not memoised: a broken file is parsed (and
+    reported) every time.
+    """
+    key = (Path(path).resolve(), expected_kind)
+    with _FILE_MEMO_LOCK:
+        entry = _FILE_MEMO.get(key)
+    if entry is not None:
+        digests, spec = entry
+        if all(_content_sha256(p) == d for p, d in digests):
+            return copy.deepcopy(spec)
+    # The file itself is hashed before it is parsed (its includes, known only after, are
+    # hashed then): a file edited during the parse misses next time, never pins new bytes
+    # to the old parse.
+    before = _content_sha256(key[0])
+    spec = load_spec(path, expected_kind=expected_kind)
+    digests = tuple((p, before if p == key[0] else _content_sha256(p)) for p in spec.sources)
+    with _FILE_MEMO_LOCK:
+        _FILE_MEMO[key] = (digests, copy.deepcopy(spec))
+    return spec
+
+
 def _clash_message(what: str, spec_id: str, other: Path) -> str:
     return (f"duplicate {what} id {spec_id!r} (also {other}); ids are global across "
             f"${SPECS_ENV} folders and the bundle: give a copy a new id")
@@ -128,7 +172,7 @@ class Registry:
         files += [(Path(p), None) for p in extra_files]
         for path, kind in files:
             try:
-                spec = load_spec(path, expected_kind=kind)
+                spec = load_spec_cached(path, expected_kind=kind)
             except SpecErrors as exc:
                 errors.extend(exc.errors)
                 continue
