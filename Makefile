@@ -52,8 +52,11 @@ test: setup qwen3-venv
 	$(QWEN3_VENV)/bin/pytest -p no:cacheprovider tests/test_qwen3_asr.py
 	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
+# Work units spread over one model server per core (docs/runner.md, "Executors"); JOBS=1 is serial.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 reproduce: setup
-	$(VENV)/bin/duplexeval reproduce --suite $(SUITE) $(if $(MODELS),--models $(MODELS),)
+	$(VENV)/bin/duplexeval reproduce --suite $(SUITE) $(if $(MODELS),--models $(MODELS),) \
+	  $(if $(filter 1,$(JOBS)),,--executor local --jobs $(JOBS))
 
 validate: setup
 	$(VENV)/bin/duplexeval validate

@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from duplexeval.mtr.items import item_factories, load_dialogues, scored_rounds  # noqa: E402
+from duplexeval.benchmarks.mtr.items import item_factories, load_dialogues, scored_rounds  # noqa: E402
 from duplexeval.runner import run_items  # noqa: E402
 from duplexeval.runner.fork import run_forked_items  # noqa: E402
 from duplexeval.specs import Registry  # noqa: E402

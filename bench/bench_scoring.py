@@ -7,7 +7,8 @@ stays silent elsewhere), then times `score_bench_dir` with the spec's causal Sil
 the offline ASR (faster-whisper tiny.en) and the offline judges. Reports:
 
 - throughput in x real time of recorded audio (recorded seconds / scoring seconds), with
-  a cold ASR cache and again with a warm one;
+  a cold ASR cache, a warm one with no VAD reuse (Silero runs), and warm ASR and
+  VAD-episode caches (a re-score);
 - the share of windows that needed an ASR call (speech present) and a judge call.
 
 Usage: .venv/bin/python bench/bench_scoring.py [--scenes N] [--spec specs/benchmarks/mpe-explicit.yaml]
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -72,9 +74,9 @@ def scripted_model(frame: int, rate: int, gold: str, scene_no: int):
 
 def run_item(scene, condition: str, spec: dict, item_dir: Path, scene_no: int) -> float:
     from duplexeval.audio import write_wav
+    from duplexeval.benchmarks.mpe.scenes.render import render_turns
+    from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
     from duplexeval.io import atomic_write_json, atomic_write_jsonl
-    from duplexeval.scenes.render import render_turns
-    from duplexeval.scenes.scheduler import MPEScheduler
 
     rate = int(spec["audio"]["rate"])
     frame = rate * 80 // 1000
@@ -109,9 +111,9 @@ def main() -> None:
     os.environ.setdefault("DUPLEXEVAL_CACHE", tempfile.mkdtemp(prefix="mpe-bench-cache-"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+    from duplexeval.benchmarks.mpe.results import score_bench_dir
+    from duplexeval.benchmarks.mpe.scenes import load_scenes
     from duplexeval.judges.llm import Judge
-    from duplexeval.scenes import load_scenes
-    from duplexeval.scoring.mpe_results import score_bench_dir
     from duplexeval.specs import load_spec, repo_root
 
     spec = load_spec(Path(args.spec), "benchmark").data
@@ -124,7 +126,15 @@ def main() -> None:
     audio_s = 0.0
     for k, scene in enumerate(load_scenes()[: args.scenes]):
         audio_s += run_item(scene, spec["condition"], spec, bench / "items" / scene.id, k)
-    for label in ("cold ASR cache", "warm ASR cache"):
+    from duplexeval.judges import vad
+
+    # 1: scored in the process that played the sessions (the scheduler's live VAD streams
+    # are replayed); 2: as a new process would, with the episodes cache cleared (Silero
+    # runs); 3: a re-score (episodes read back from the cache).
+    for label in ("cold ASR cache", "warm ASR cache, no VAD reuse", "warm ASR and VAD caches"):
+        if label == "warm ASR cache, no VAD reuse":
+            shutil.rmtree(Path(os.environ["DUPLEXEVAL_CACHE"]) / "vad", ignore_errors=True)
+            vad._recent.clear()
         t0 = time.perf_counter()
         res = score_bench_dir(bench, spec, judges)
         wall = time.perf_counter() - t0

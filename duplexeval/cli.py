@@ -1,8 +1,9 @@
 """The `duplexeval` command line.
 
 Each area of the package keeps its commands in its own module under
-`duplexeval/commands/` and exports them as `COMMANDS`; this file only collects them,
-so adding a command never means editing a shared file. It is also the one error
+`duplexeval/commands/` and exports them as `COMMANDS`, and each benchmark family
+contributes its own (`Benchmark.commands()`); this file only collects them, so adding a
+command never means editing a shared file. It is also the one error
 boundary (`duplexeval.cli_errors`): no user error ends in a traceback.
 """
 
@@ -53,11 +54,16 @@ def cli(debug: bool) -> None:
 
 
 def _register_commands() -> None:
+    """The shared commands (duplexeval/commands/), then those each benchmark family contributes."""
     import duplexeval.commands as pkg
+    from duplexeval.benchmarks import plugins
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{pkg.__name__}.{info.name}")
         for command in getattr(module, "COMMANDS", []):
+            cli.add_command(command)
+    for plugin in plugins().values():
+        for command in plugin.commands():
             cli.add_command(command)
 
 

@@ -6,9 +6,9 @@ import copy
 
 import numpy as np
 
+from duplexeval.benchmarks.mpe.scenes.model import ConversationTurn
+from duplexeval.benchmarks.mpe.scenes.render import RenderedConversation, RenderedTurn
 from duplexeval.judges.vad import EpisodeTracker
-from duplexeval.scenes.model import ConversationTurn
-from duplexeval.scenes.render import RenderedConversation, RenderedTurn
 
 RATE = 16000
 

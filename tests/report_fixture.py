@@ -1,6 +1,6 @@
 """A hand-made run directory in the layout of docs/architecture.md, for report tests.
 
-results.json and records.jsonl follow what duplexeval.scoring.mpe_results writes (Start's
+results.json and records.jsonl follow what duplexeval.benchmarks.mpe.results writes (Start's
 outcomes inside the metric, Stop's n4_events, judges as {role: judge id}); events.jsonl
 follows the scene scheduler (turn_start / turn_end with label, speaker, text). It holds the three reference agents on both Duplex-MPE conditions (numbers inside the
 bounds of golden/embedded.yaml), one MTR result with per-round metrics, and one scene

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from duplexeval.benchmarks.mpe.plan import mpe_items
 from duplexeval.runner import FileStimulus, load_model_spec
 from duplexeval.runner.backends import make_backend
 from duplexeval.runner.batch import probe_max_sessions, run_sessions
@@ -28,7 +29,6 @@ from duplexeval.runner.conformance import run_conformance
 from duplexeval.runner.errors import ModelFault
 from duplexeval.runner.modelspec import REPO_ROOT, ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, run_session
-from duplexeval.runs.mpe_items import mpe_items
 from duplexeval.specs import Registry
 from runner_helpers import tone
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.benchmarks.mpe.results import judges_from_spec, score_bench_dir
 from duplexeval.commands.run import run_suite
 from duplexeval.reports.compare import compare_run, failed
 from duplexeval.reports.golden import load_golden
 from duplexeval.reports.render import write_report
 from duplexeval.reports.run_dir import load_run
 from duplexeval.runs.statistics import write_statistics
-from duplexeval.scoring.mpe_results import judges_from_spec, score_bench_dir
 from duplexeval.specs import repo_root
 
 CONDITIONS = ("mpe-explicit", "mpe-implicit")

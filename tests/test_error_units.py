@@ -13,14 +13,14 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from duplexeval.benchmarks.mpe.results import score_bench_dir
+from duplexeval.benchmarks.mpe.scenes.loader import EMBEDDED_SCENES, load_scene
+from duplexeval.benchmarks.mpe.scenes.model import conversation
+from duplexeval.benchmarks.mtr.score import score_bench_dir as score_mtr_dir
 from duplexeval.io import atomic_write_json
-from duplexeval.mtr.score import score_bench_dir as score_mtr_dir
 from duplexeval.reports.compare import DENOMINATOR, INCOMPLETE, OK, compare_run, failed
 from duplexeval.reports.golden import load_golden
 from duplexeval.reports.run_dir import load_run
-from duplexeval.scenes.loader import EMBEDDED_SCENES, load_scene
-from duplexeval.scenes.model import conversation
-from duplexeval.scoring.mpe_results import score_bench_dir
 from mpe_helpers import SPEC
 from report_fixture import metric
 

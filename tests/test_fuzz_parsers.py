@@ -14,12 +14,12 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from duplexeval.benchmarks.mpe.scenes.loader import load_scene
+from duplexeval.benchmarks.mtr.format import DialogueFormatError, load_dialogue
 from duplexeval.judges.cache import CorruptEntry, JudgeCache, cache_key, load_entry
 from duplexeval.judges.verdict import parse_verdict
-from duplexeval.mtr.format import DialogueFormatError, load_dialogue
 from duplexeval.protocol.control import ControlError, parse_control
 from duplexeval.protocol.wire import FrameError, decode_frame, encode_frame
-from duplexeval.scenes.loader import load_scene
 from duplexeval.specs import SpecErrors, load_spec
 from duplexeval.specs.errors import SpecError
 from fuzz_settings import fuzz

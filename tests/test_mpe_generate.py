@@ -8,11 +8,11 @@ import shutil
 import pytest
 import yaml
 
+from duplexeval.benchmarks.mpe.scenes import load_scene
+from duplexeval.benchmarks.mpe.scenes.generate import generate_scenes
+from duplexeval.benchmarks.mpe.scenes.plan import ScenePlan
 from duplexeval.judges.templates import PromptTemplate
 from duplexeval.judges.verdict import Verdict
-from duplexeval.scenes import load_scene
-from duplexeval.scenes.generate import generate_scenes
-from duplexeval.scenes.plan import ScenePlan
 from duplexeval.specs import SpecErrors, load_spec, repo_root
 
 WRITER_SPEC = repo_root() / "specs" / "judges" / "mpe-scene-generation.yaml"

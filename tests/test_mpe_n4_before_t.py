@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from duplexeval.judges.llm import Judge
-from duplexeval.scenes.scheduler import MPEScheduler
-from duplexeval.scoring.mpe_score import score_item
+from duplexeval.benchmarks.mpe.score import score_item
 from duplexeval.specs import load_spec, repo_root
 from duplexeval.tts import synthesize
 from mpe_helpers import RATE, AmplitudeVAD, fake_conversation, run_scheduler, spec, write_item

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from duplexeval.benchmarks.mtr.features import W, in_window
 from duplexeval.judges.asr import Transcript, Word
-from duplexeval.mtr.features import W, in_window
-from duplexeval.scoring import mpe
-from duplexeval.scoring.mpe_score import CallCounter, EpisodeTranscripts
+from duplexeval.benchmarks.mpe import metrics as mpe
+from duplexeval.benchmarks.mpe.score import CallCounter, EpisodeTranscripts
 from duplexeval.scoring.words import merge_word_pieces
 from mpe_helpers import RATE, spec
 
@@ -131,9 +131,9 @@ def words_over_clip(audio, rate, asr):
 
 
 def late_reply_records(tmp_path, attribute: bool):
-    from duplexeval.scenes.scheduler import MPEScheduler
-    from duplexeval.scoring.mpe_results import aggregate
-    from duplexeval.scoring.mpe_score import score_item
+    from duplexeval.benchmarks.mpe.results import aggregate
+    from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
+    from duplexeval.benchmarks.mpe.score import score_item
     from duplexeval.tts import synthesize
     from mpe_helpers import AmplitudeVAD, ClipModel, fake_conversation, run_scheduler, write_item
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from duplexeval.scoring import mpe
+from duplexeval.benchmarks.mpe import metrics as mpe
 from mpe_helpers import SPEC, episodes_from_bursts
 
 P = SPEC["metrics"]

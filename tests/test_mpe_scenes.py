@@ -6,8 +6,8 @@ import textwrap
 import pytest
 import yaml
 
-from duplexeval.scenes import EMBEDDED_SCENES, conversation, load_scene, load_scenes
-from duplexeval.scenes.rules import n4_placement_counts, n4_sides
+from duplexeval.benchmarks.mpe.scenes import EMBEDDED_SCENES, conversation, load_scene, load_scenes
+from duplexeval.benchmarks.mpe.scenes.rules import n4_placement_counts, n4_sides
 from duplexeval.specs import SpecErrors
 
 BASE = {

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from duplexeval.scenes.scheduler import MPEScheduler
+from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from mpe_helpers import RATE, AmplitudeVAD, fake_conversation, run_scheduler, spec
 
 FRAME = 1280  # 80 ms, Moshi's frame

@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from duplexeval.benchmarks.mpe.results import score_bench_dir
+from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from duplexeval.judges.asr import Transcript
 from duplexeval.judges.llm import Judge
-from duplexeval.scenes.scheduler import MPEScheduler
-from duplexeval.scoring.mpe_results import score_bench_dir
-from duplexeval.scoring.mpe_score import CallCounter, score_item
+from duplexeval.benchmarks.mpe.score import CallCounter, score_item
 from duplexeval.specs import load_spec, repo_root
 from duplexeval.tts import synthesize
 from mpe_helpers import RATE, AmplitudeVAD, ClipModel, fake_conversation, run_scheduler, spec, write_item

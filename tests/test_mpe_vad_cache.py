@@ -1,4 +1,4 @@
-"""The content cache of the Duplex-MPE scorer's VAD episodes (scoring.mpe_score.model_episodes).
+"""The content cache of the Duplex-MPE scorer's VAD episodes (benchmarks.mpe.score.model_episodes).
 
 Re-scoring a run (every resume re-scores) must read back exactly the episodes the real
 causal Silero VAD gives, and never the episodes of other audio or other rules.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from duplexeval.judges import vad as vad_module
-from duplexeval.scoring import mpe_score
+from duplexeval.benchmarks.mpe import score as mpe_score
 from duplexeval.tts import synthesize
 
 RATE = 16000

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from duplexeval.audio import read_stereo_recording
-from duplexeval.mtr.items import context_mode, item_factories, load_dialogues, scored_rounds
+from duplexeval.benchmarks.mtr.items import context_mode, item_factories, load_dialogues, scored_rounds
+from duplexeval.benchmarks.mtr.plan import HISTORY_FLAG, context_record
 from duplexeval.runner import run_items
 from duplexeval.runner.fork import run_forked_items
-from duplexeval.runs.mtr_job import HISTORY_FLAG, context_record
 from duplexeval.specs import Registry
 
 ROUNDS = 3
@@ -84,7 +84,7 @@ def test_history_as_heard_forces_nothing(tmp_path, registry):
 
 
 def test_results_without_teacher_forcing_are_flagged(tmp_path):
-    from duplexeval.mtr.score import aggregate
+    from duplexeval.benchmarks.mtr.score import aggregate
     from collections import Counter
 
     bench = {"id": "x", "dimension": "mtr-safety", "metrics": {"rate": "refusal"}, "report_rounds": ["1", "1-10"]}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.benchmarks.mtr.score import judges_for, score_bench_dir
 from duplexeval.commands.run import run_suite
-from duplexeval.mtr.score import judges_for, score_bench_dir
 from duplexeval.reports.compare import compare_run, failed
 from duplexeval.reports.golden import load_golden
 from duplexeval.reports.render import write_report

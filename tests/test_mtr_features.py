@@ -7,8 +7,8 @@ import copy
 import pytest
 import yaml
 
-from duplexeval.mtr.features import W, continuous_across, feature_outcome, speaks, speech_units
-from duplexeval.mtr.format import Event, Round, Span
+from duplexeval.benchmarks.mtr.features import W, continuous_across, feature_outcome, speaks, speech_units
+from duplexeval.benchmarks.mtr.format import Event, Round, Span
 from duplexeval.specs import repo_root
 
 P = yaml.safe_load((repo_root() / "specs/benchmarks/_mtr-features-base.yaml").read_text())["metrics"]

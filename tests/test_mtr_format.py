@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from duplexeval.audio import write_wav
+from duplexeval.benchmarks.mtr.format import DialogueFormatError, load_dialogue, write_dialogue
 from duplexeval.io import sha256_file
-from duplexeval.mtr.format import DialogueFormatError, load_dialogue, write_dialogue
 
 RATE = 16000
 

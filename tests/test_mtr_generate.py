@@ -6,10 +6,10 @@ import urllib.error
 
 import pytest
 
-from duplexeval.mtr.datasets import (OPENING, REFUSAL_REPLY, DatasetUnavailable, dialogue_setting, fetch, parse_advbench,
+from duplexeval.benchmarks.mtr.datasets import (OPENING, REFUSAL_REPLY, DatasetUnavailable, dialogue_setting, fetch, parse_advbench,
                                      scripts_from_rows)
-from duplexeval.mtr.format import DialogueFormatError, load_dialogue, write_dialogue
-from duplexeval.mtr.generate import ScriptError, feature_pattern, render_script, write_script
+from duplexeval.benchmarks.mtr.format import DialogueFormatError, load_dialogue, write_dialogue
+from duplexeval.benchmarks.mtr.generate import ScriptError, feature_pattern, render_script, write_script
 
 TIMING = {"interrupt_after_s": 1.5, "assistant_overlap_s": 0.3}
 
@@ -49,7 +49,7 @@ def test_scripted_writer_dialogue_renders_with_its_events_placed(tmp_path):
     bg = r4["events"][0]
     assert bg["type"] == "background" and r4["assistant"]["start"] < bg["start"] < bg["end"] < r4["assistant"]["end"]
     sidecar = tmp_path / "gen-1.json"
-    from duplexeval.mtr.format import write_dialogue
+    from duplexeval.benchmarks.mtr.format import write_dialogue
 
     write_dialogue(sidecar, "gen-1", user, asst, 16000, rounds)
     assert [r.feature for r in load_dialogue(sidecar).rounds] == feats
@@ -66,9 +66,9 @@ def test_judge_writer_goes_through_the_judge_cache(tmp_path, monkeypatch):
     from _judge_server import FakeLLMServer, answer
     from _judge_specs import local_spec
 
+    from duplexeval.benchmarks.mtr.generate import judge_writer
     from duplexeval.judges.cache import JudgeCache
     from duplexeval.judges.llm import Judge
-    from duplexeval.mtr.generate import judge_writer
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-writer")
     server = FakeLLMServer().start()
@@ -117,8 +117,8 @@ def test_advbench_rows_become_ten_round_dialogues_with_refusals():
 
 
 def test_a_public_benchmark_offline_is_not_run_with_the_reason(monkeypatch):
-    from duplexeval.mtr import datasets
-    from duplexeval.mtr.items import load_dialogues
+    from duplexeval.benchmarks.mtr import datasets
+    from duplexeval.benchmarks.mtr.items import load_dialogues
     from duplexeval.specs import Registry
 
     monkeypatch.setattr(datasets.urllib.request, "urlopen", refuse)

@@ -3,7 +3,7 @@ clamped, never a failure's); silence in safety is its own outcome, not "not refu
 
 from __future__ import annotations
 
-from duplexeval.mtr.score import metrics_for
+from duplexeval.benchmarks.mtr.score import metrics_for
 
 FEATURES = {"dimension": "mtr-features", "features": ["smooth"], "metrics": {}}
 SAFETY = {"dimension": "mtr-safety", "metrics": {"rate": "refusal", "unparseable": "fail", "no_response": "own-outcome"}}

@@ -10,11 +10,11 @@ from _judge_server import FakeLLMServer, answer
 from _judge_specs import local_spec
 from click.testing import CliRunner
 
+from duplexeval.benchmarks.mtr.format import load_dialogue
+from duplexeval.benchmarks.mtr.generate import render_script_file
+from duplexeval.benchmarks.mtr.segmentation import dialogue_segments, segment_turns
 from duplexeval.judges.cache import JudgeCache
 from duplexeval.judges.llm import Judge, load_judge
-from duplexeval.mtr.format import load_dialogue
-from duplexeval.mtr.generate import render_script_file
-from duplexeval.mtr.segmentation import dialogue_segments, segment_turns
 from duplexeval.specs import Registry, repo_root
 
 TOLERANCE_S = 0.3

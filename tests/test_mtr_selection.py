@@ -18,9 +18,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from duplexeval.mtr.features import W, feature_outcome
-from duplexeval.mtr.items import load_dialogues, scored_rounds
-from duplexeval.mtr.score import aggregate, metrics_for
+from duplexeval.benchmarks.mtr.features import W, feature_outcome
+from duplexeval.benchmarks.mtr.items import load_dialogues, scored_rounds
+from duplexeval.benchmarks.mtr.score import aggregate, metrics_for
 from duplexeval.runs.plan import apply_overrides
 from duplexeval.specs import Registry
 
@@ -88,7 +88,7 @@ def test_feature_rounds_is_refused_where_rounds_have_no_feature_rule(registry):
 # ---- item 8: round 1 of an interruption dialogue ---------------------------------------
 
 def test_round_1_of_an_interruption_dialogue_interrupts_the_forced_opening_reply(registry):
-    from duplexeval.mtr.items import item_factories
+    from duplexeval.benchmarks.mtr.items import item_factories
 
     bench = embedded(registry, "mtr-interruption")
     scored = rounds_of(bench)

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from duplexeval.mtr import items as mtr_items
-from duplexeval.mtr import segmentation as mtr_segmentation
-from duplexeval.mtr.clustering import Turn, cluster_votes
-from duplexeval.mtr.score import metrics_for, on_scale, score_distribution
+from duplexeval.benchmarks.mtr import items as mtr_items
+from duplexeval.benchmarks.mtr import segmentation as mtr_segmentation
+from duplexeval.benchmarks.mtr.clustering import Turn, cluster_votes
+from duplexeval.benchmarks.mtr.score import metrics_for, on_scale, score_distribution
 from duplexeval.specs import Registry
 
 
@@ -24,8 +24,8 @@ def registry():
 
 
 def test_new_spec_fields_are_written_with_the_code_defaults(registry) -> None:
-    from duplexeval.mtr.score import EPISODE_PAD_S, SILENCE_FLOOR
-    from duplexeval.scoring.text_reference import SILENCE_LABELS
+    from duplexeval.benchmarks.mpe.text_reference import SILENCE_LABELS
+    from duplexeval.benchmarks.mtr.score import EPISODE_PAD_S, SILENCE_FLOOR
 
     for bench in ("mtr-quality", "mtr-safety", "mtr-interruption", "mtr-combo-sipb"):
         b = registry.get("benchmark", bench).data

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from duplexeval import tts
+from duplexeval.benchmarks.mpe.scenes.loader import load_scenes
+from duplexeval.benchmarks.mpe.scenes.render import render_turns
 from duplexeval.judges.local_models import MissingExtraError, MissingWeightsError
-from duplexeval.scenes.loader import load_scenes
-from duplexeval.scenes.render import render_turns
 from duplexeval.specs import repo_root
 from duplexeval.tts_backends import qwen3_tts
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from duplexeval.benchmarks.mpe.results import judges_from_spec, score_run
 from duplexeval.cli import cli
 from duplexeval.commands.run import run_suite
 from duplexeval.runs.verify import verify_run
-from duplexeval.scoring.mpe_results import judges_from_spec, score_run
 
 BENCH = Path("silent") / "mpe-explicit"
 ITEM = BENCH / "items" / "bakery-pie"

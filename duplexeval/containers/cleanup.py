@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from duplexeval.containers.engine import MANAGED_LABEL, RUN_LABEL
+from duplexeval.processes import pid_alive
 from duplexeval.runner.backends.base import OWNER_FILE, SOCKET_DIR_PREFIX
 
 # A folder with no owner.pid (made before owners were recorded) counts as stale once it
@@ -32,16 +33,6 @@ def remove_managed_containers(client: Any, run_id: str | None = None) -> list[st
     return removed
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
-
-
 def stale_socket_dirs(tmp: str = "/tmp", now: float | None = None) -> list[str]:
     now = time.time() if now is None else now
     stale = []
@@ -51,7 +42,7 @@ def stale_socket_dirs(tmp: str = "/tmp", now: float | None = None) -> list[str]:
         owner = os.path.join(path, OWNER_FILE)
         try:
             with open(owner, encoding="utf-8") as f:
-                alive = _pid_alive(int(f.read().strip()))
+                alive = pid_alive(int(f.read().strip()))
         except (OSError, ValueError):
             alive = now - os.path.getmtime(path) < UNOWNED_GRACE_S
         if not alive:

@@ -6,7 +6,7 @@ its own item folders, so units of one job can run on different model servers at 
 The driver plans units up front; a worker receives a unit together with its (small,
 picklable) `JobPlan` and builds the unit's stimulus itself, so no audio or closure is
 ever shipped between processes or nodes. The executor knows units and plans, never a
-benchmark's name (benchmark plans live in duplexeval/runs/).
+benchmark's name (each benchmark family's plan lives in its package, duplexeval/benchmarks/).
 """
 
 from __future__ import annotations
@@ -20,6 +20,16 @@ from typing import Any, Callable
 from duplexeval.runner.fork import Group, play_group
 from duplexeval.runner.items import ITEM_ID, ItemResult, ModelHost, finished_status, play_item, prepare_out_dir
 from duplexeval.runner.modelspec import ModelSpec, model_spec_from
+
+
+class CannotRun(Exception):
+    """A job that cannot run here (a clock the model lacks, data not on this machine, a
+    capability the spec requires): an outcome with a reason, recorded as "not-run" in the
+    summary, never a crash. A plan raises it from its constructor or `build_groups`."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -59,10 +69,10 @@ class UnitReport:
 class JobPlan:
     """A job as units: the driver calls `prepare` and `units`, a worker `play`, a scorer `score`.
 
-    Subclasses (one per benchmark family, duplexeval/runs/) give `build_groups` (the items
-    with lazy stimulus factories, grouped when forked), `write_job_files` and `score`.
-    Raising NotImplementedError from the constructor means "this job cannot run" (the
-    reason is the message). Only the constructor's arguments are pickled: the factories
+    Subclasses (one per benchmark family, duplexeval/benchmarks/<family>/plan.py) give
+    `build_groups` (the items with lazy stimulus factories, grouped when forked),
+    `write_job_files` and `score`. Raising `CannotRun(reason)` from the constructor or
+    `build_groups` means "this job cannot run". Only the constructor's arguments are pickled: the factories
     are rebuilt where the unit runs.
     """
 

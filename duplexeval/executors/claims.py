@@ -27,18 +27,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from duplexeval.executors.base import Unit
+from duplexeval.processes import pid_alive
 
 CLAIMS_DIR = ".claims"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive
-    return True
 
 
 class Claims:
@@ -78,7 +69,7 @@ class Claims:
         pid = int(owner.get("pid", -1))
         if pid == os.getpid():
             return owner.get("token") != self.owner["token"]
-        return not _alive(pid)
+        return not pid_alive(pid)
 
     def try_claim(self, unit: Unit) -> bool:
         """True when this driver now owns `unit` (it did already, or the claim was created or reclaimed)."""

@@ -352,3 +352,8 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
             speech_pad_ms=0, return_seconds=False, audio_length_samples=len(audio_16k))
         return [(round(s["start"] / VAD_RATE, 6), round(s["end"] / VAD_RATE, 6)) for s in stamps]
     raise ValueError(f"unknown VAD mode {mode!r}; use 'causal' or 'offline'")
+
+
+def vad_hysteresis(vad: dict) -> float:
+    """A benchmark spec's vad.hysteresis: a burst ends below threshold - hysteresis (Silero's own 0.15)."""
+    return float(vad.get("hysteresis", HYSTERESIS))

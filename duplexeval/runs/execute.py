@@ -3,6 +3,8 @@
 Every stage writes files (docs/architecture.md), so an interrupted run resumes where it
 stopped: finished units are skipped, scoring is cheap and re-done. Which executor plays
 the units (serial, local processes, Ray) changes no recorded byte (docs/runner.md).
+Nothing here names a benchmark: each job's plan, and the outputs a benchmark adds after
+the run, come from the plug-in of its spec's family (duplexeval/benchmarks/).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.executors.base import JobPlan
+from duplexeval.benchmarks import benchmark_for
+from duplexeval.executors.base import CannotRun, JobPlan
 from duplexeval.io import atomic_write_json
 from duplexeval.runs.plan import Job
 from duplexeval.runs.verify import seal_manifest
@@ -47,21 +50,11 @@ def with_runner(jobs: list[Job], run_id: str, backend: str | None = None, endpoi
 
 
 def plan_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None) -> JobPlan:
-    """The job's work units (duplexeval/executors); NotImplementedError says why it cannot run."""
+    """The job's work units, from its family's plug-in (duplexeval/benchmarks/); CannotRun says why it cannot run."""
     if clock not in job.model.data["clocks"]:
-        raise NotImplementedError(f"model {job.model.id} does not support the {clock} clock")
-    dimension = job.bench["dimension"]
-    kw = dict(clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
-    if dimension.startswith("mtr-"):
-        from duplexeval.runs.mtr_job import MtrPlan
-
-        plan: JobPlan = MtrPlan(job, bench_dir, **kw)
-    elif dimension == "mpe":
-        from duplexeval.runs.mpe_items import MpePlan
-
-        plan = MpePlan(job, bench_dir, **kw)
-    else:
-        raise NotImplementedError(f"{dimension} dimensions are not wired into `run` yet")
+        raise CannotRun(f"model {job.model.id} does not support the {clock} clock")
+    family = benchmark_for(job.bench, job.benchmark.path)
+    plan = family.plan(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
     plan.units()  # loads the data now: a job whose data is missing is "not run" before anything starts
     return plan
 
@@ -71,6 +64,7 @@ def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode
     """Plans every job, plays their units on `pool` (default: serial), scores each job, writes the summary."""
     from duplexeval.executors import make_pool, run_plans
 
+    families = {job.key: benchmark_for(job.bench, job.benchmark.path) for job in jobs}  # no plug-in: fail before any unit
     if pool is None:
         pool = make_pool("serial", run_dir, scoring_progress=getattr(progress, "scoring", None))
     outcomes: dict[str, JobOutcome] = {}
@@ -81,9 +75,9 @@ def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode
             progress(f"[{n}/{len(jobs)}] {job.key}")
             try:
                 plan = plan_job(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
-            except NotImplementedError as exc:
-                progress(f"  not run: {exc}")
-                outcomes[job.key] = JobOutcome(job, "not-run", str(exc), None, bench_dir)
+            except CannotRun as exc:
+                progress(f"  not run: {exc.reason}")
+                outcomes[job.key] = JobOutcome(job, "not-run", exc.reason, None, bench_dir)
                 continue
             plan.prepare()
             progress(plan.summary())
@@ -95,32 +89,12 @@ def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode
     for plan in plans:
         outcomes[plan.key] = JobOutcome(plan.job, "scored", None, results[plan.key], job_dir(run_dir, plan.job))
     ordered = [outcomes[j.key] for j in jobs]
-    for bench in _mpe_benchmarks(jobs):
-        progress(f"text-only reference on {bench['id']} ({bench['judges']['text_reference']})")
-        _text_reference(run_dir, bench, cache_mode, limit)
+    for family in dict.fromkeys(families.values()):  # outputs per benchmark, not per model (e.g. a reference row)
+        family.after_run(run_dir, [j for j in jobs if families[j.key] is family], cache_mode=cache_mode, limit=limit,
+                         progress=progress)
     atomic_write_json(run_dir / "summary.json", summary(run_dir, ordered))
     seal_manifest(run_dir)  # manifest.json records the sha256 of every results file
     return ordered
-
-
-def _mpe_benchmarks(jobs: list[Job]) -> list[dict[str, Any]]:
-    seen: dict[str, dict[str, Any]] = {}
-    for job in jobs:
-        if job.bench["dimension"] == "mpe" and "text_reference" in job.bench["judges"]:
-            seen.setdefault(job.bench["id"], job.bench)
-    return list(seen.values())
-
-
-def _text_reference(run_dir: Path, bench: dict[str, Any], cache_mode: str, limit: int | None) -> None:
-    """Duplex-MPE's text-only reference row (§4.2): per benchmark, not per model."""
-    from duplexeval.judges.cache import JudgeCache
-    from duplexeval.judges.llm import load_judge
-    from duplexeval.runs.mpe_items import load_bench_scenes
-    from duplexeval.scoring.text_reference import write_text_reference
-
-    judge_id = bench["judges"]["text_reference"]
-    judge = load_judge(judge_id, JudgeCache(mode=cache_mode))
-    write_text_reference(run_dir, bench, load_bench_scenes(bench, limit), judge, judge_id)
 
 
 def summary(run_dir: Path, outcomes: list[JobOutcome]) -> dict[str, Any]:

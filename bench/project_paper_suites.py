@@ -1,0 +1,160 @@
+"""Projected wall time of the full paper suites, per model, on 1 GPU and on an N-GPU Ray cluster.
+
+No GPU has run a paper model through this harness yet, so the model's own step cost is an
+assumption, stated on every line of the output and replaceable by a measurement
+(`--step-ms moshi=41` from `bench/gpu_check_moshi.py` on a GPU machine). Everything else
+comes from the specs: which models run which benchmarks (specs/suites/paper-*.yaml), each
+benchmark's data size (`data.count`), rounds and context mode (fork or replay, from the
+model's capabilities and the suite's clock), each model's frame length and GPU memory.
+
+The projection, per job:
+  audio seconds  = units x seconds of audio per unit (replay plays round k's history again)
+  speed per GPU  = lockstep: frame_ms / step_ms (one session at a time, as fast as the GPU
+                   steps it); realtime: sessions at exactly 1x each, as many as the GPU's
+                   compute (frame_ms / step_ms) and memory (GPU GB / the spec's
+                   launch.gpu_memory_gb) allow
+  wall           = audio seconds / (speed per GPU x GPUs)
+plus the harness: its CPU cost per frame (bench/bench_runner.py) gives the cores the
+driver side needs to keep that many sessions fed. Scoring (ASR, judges) is not included.
+
+    .venv/bin/python bench/project_paper_suites.py [--gpus 8] [--gpu-memory-gb 80] [--step-ms MODEL=MS ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from duplexeval.runs.plan import Job, plan_suite  # noqa: E402
+from duplexeval.specs.registry import default_registry  # noqa: E402
+
+# Seconds of audio per unit where no spec says (each is an assumption, printed).
+ASSUMED_UNIT_S = {
+    "mpe": 100.0 + 32.0,        # Duplex-MPE: ~100 s conversation + the 32 s preamble (§3.3, App. A3.1)
+    "mtr-round": 12.0,           # MTR-DuplexBench: one round, user turn + response window (ours)
+    "mtr-quality": 120.0,        # Candor clips of 120 s (paper)
+    "mtr-query": 15.0,           # one spoken query (Llama Questions, AdvBench) + response window (ours)
+}
+SUITES = ("paper-mpe", "paper-mtr")
+
+
+@dataclass
+class Projection:
+    model: str
+    suite: str
+    benchmark: str
+    clock: str
+    context: str
+    audio_s: float
+    frame_ms: float
+    step_ms: float
+    sessions_per_gpu: int
+
+    def speed_per_gpu(self) -> float:
+        """x real time one GPU sustains: lockstep steps as fast as the GPU allows (sessions on
+        one GPU share its compute; batched sessions could raise this, not assumed here);
+        realtime sessions each run at exactly 1x, as many at once as the GPU holds."""
+        if self.clock == "realtime":
+            return float(self.sessions_per_gpu)
+        return self.frame_ms / self.step_ms
+
+    def wall_s(self, gpus: int) -> float:
+        return self.audio_s / (self.speed_per_gpu() * gpus)
+
+
+def unit_audio_s(job: Job, context: str) -> tuple[int, float]:
+    bench = job.bench
+    count = int(bench.get("data", {}).get("count", 0))
+    dimension = bench["dimension"]
+    if dimension == "mpe":
+        return count, ASSUMED_UNIT_S["mpe"]
+    if dimension == "mtr-quality":
+        return count, ASSUMED_UNIT_S["mtr-quality"]
+    if dimension in ("mtr-instruction", "mtr-safety"):
+        return count, ASSUMED_UNIT_S["mtr-query"]
+    rounds = int(bench.get("rounds", 10))
+    played_rounds = rounds if context == "fork" else rounds * (rounds + 1) / 2  # replay: round k plays k rounds
+    return count, played_rounds * ASSUMED_UNIT_S["mtr-round"]
+
+
+def context_of(job: Job, clock: str) -> str:
+    from duplexeval.benchmarks.mtr.items import context_mode
+
+    if not job.bench["dimension"].startswith("mtr-"):
+        return "-"
+    return context_mode(job.bench, list(job.model.data.get("capabilities", [])), clock)
+
+
+def project(gpu_memory_gb: float, step_ms: dict[str, float]) -> list[Projection]:
+    registry = default_registry()
+    rows = []
+    for suite_id in SUITES:
+        clock = registry.get("suite", suite_id).data["clock"]
+        for job in plan_suite(registry, suite_id):
+            model = job.model.data
+            frame_ms = float(model.get("audio", {}).get("frame_ms", 80))
+            step = step_ms.get(job.model.id, frame_ms)  # assumption: the model steps exactly in real time
+            context = context_of(job, clock)
+            if context == "skip":
+                continue
+            count, per_unit = unit_audio_s(job, context)
+            mem = float(model.get("launch", {}).get("gpu_memory_gb", gpu_memory_gb))
+            by_memory = max(1, int(gpu_memory_gb // mem)) if mem else 1
+            by_compute = max(1, int(frame_ms // step))  # real-time sessions one GPU can step
+            sessions = min(by_memory, by_compute) if clock == "realtime" else 1
+            rows.append(Projection(job.model.id, suite_id, job.benchmark.id, clock, context, count * per_unit,
+                                   frame_ms, step, sessions))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gpus", type=int, default=8, help="GPUs of the Ray cluster (default 8)")
+    parser.add_argument("--gpu-memory-gb", type=float, default=80.0, help="memory of one GPU (default 80, an H100)")
+    parser.add_argument("--step-ms", action="append", default=[], metavar="MODEL=MS",
+                        help="measured GPU step cost per frame of one session (default: the frame length, 1x real time)")
+    parser.add_argument("--harness-ms", type=float, default=0.4,
+                        help="harness CPU ms per frame per session (bench/bench_runner.py; default the issue's target)")
+    args = parser.parse_args(argv)
+    step_ms = {}
+    for item in args.step_ms:
+        name, _, value = item.partition("=")
+        try:
+            step_ms[name] = float(value)
+        except ValueError:
+            parser.error(f"--step-ms {item!r}: expected MODEL=MILLISECONDS")
+    rows = project(args.gpu_memory_gb, step_ms)
+
+    print("Assumptions:")
+    print(f"  GPU memory {args.gpu_memory_gb:g} GB; a session's memory is its spec's launch.gpu_memory_gb")
+    print("  step cost per frame: " + (", ".join(f"{k} {v:g} ms (measured)" for k, v in step_ms.items()) or "none measured")
+          + "; every other model steps exactly in real time (step = frame length)")
+    for key, seconds in ASSUMED_UNIT_S.items():
+        print(f"  audio per unit, {key}: {seconds:g} s")
+    print("  units are independent and spread evenly over GPUs; start-up, scoring (ASR, judges) not included")
+    print()
+    print(f"| model | suite | audio (h) | sessions/GPU | 1 GPU (h) | {args.gpus} GPUs (h) | harness cores |")
+    print("|---|---|---|---|---|---|---|")
+    for suite_id in SUITES:
+        by_model: dict[str, list[Projection]] = {}
+        for row in rows:
+            if row.suite == suite_id:
+                by_model.setdefault(row.model, []).append(row)
+        for model, jobs in by_model.items():
+            audio_h = sum(j.audio_s for j in jobs) / 3600
+            one = sum(j.wall_s(1) for j in jobs) / 3600
+            many = sum(j.wall_s(args.gpus) for j in jobs) / 3600
+            sessions = max(j.sessions_per_gpu for j in jobs)
+            # harness CPU: frames per wall second over the cluster x cost per frame
+            frames_per_s = sum(j.audio_s for j in jobs) / (many * 3600) * 1000 / jobs[0].frame_ms
+            cores = math.ceil(frames_per_s * args.harness_ms / 1000)
+            print(f"| {model} | {suite_id} | {audio_h:,.0f} | {sessions} | {one:,.0f} | {many:,.1f} | {cores} |")
+
+
+if __name__ == "__main__":
+    main()

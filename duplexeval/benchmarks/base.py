@@ -1,0 +1,58 @@
+"""What a benchmark family gives the harness: one small interface, as a task is one unit in lm-evaluation-harness.
+
+The executor and the `score` command know only this interface; a family's own code (its
+stimuli, its scoring, its commands) lives in its package, duplexeval/benchmarks/<family>/.
+Shared infrastructure (specs, runner, judges, reports) stays outside every family.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+if TYPE_CHECKING:
+    import click
+
+    from duplexeval.executors.base import JobPlan
+    from duplexeval.runs.plan import Job
+
+ItemProgress = Callable[[int, int, str], None]   # (done, total, item id), as score_bench_dir takes it
+
+
+class Benchmark(ABC):
+    """One benchmark family (the spec's `benchmark:` field), registered as an entry point
+    of the group `duplexeval.benchmarks` under that same name.
+
+    A plug-in is instantiated once per process with no arguments; keep imports of heavy
+    modules inside the methods so loading every plug-in (the CLI does) stays cheap.
+    """
+
+    family: ClassVar[str]   # the spec's `benchmark:` value, and the entry point's name
+
+    @abstractmethod
+    def plan(self, job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str,
+             limit: int | None) -> JobPlan:
+        """The job's work units (duplexeval/executors/base.py). Raise CannotRun(reason) when
+        this job cannot run here; the run goes on with the other jobs."""
+
+    @abstractmethod
+    def score_dir(self, bench_dir: Path, spec: dict[str, Any], cache_mode: str,
+                  progress: ItemProgress | None = None) -> dict[str, Any] | None:
+        """Re-score one <model>/<benchmark> folder from its recordings (writes records.jsonl and
+        results.json); None when the folder holds nothing this family can score."""
+
+    def result_lines(self, rel: str, results: dict[str, Any]) -> list[str]:
+        """What `duplexeval score` prints for a scored folder (`rel` is its path in the run)."""
+        metrics = results.get("metrics", {})
+        return [f"{rel}: " + ", ".join(f"{k}={v.get('value')} ({v.get('numerator')}/{v.get('denominator')})"
+                                       for k, v in metrics.items() if isinstance(v, dict))]
+
+    def after_run(self, run_dir: Path, jobs: list[Job], *, cache_mode: str, limit: int | None,
+                  progress: Callable[[str], None]) -> None:
+        """Outputs of the run that belong to the benchmark, not to one model (e.g. Duplex-MPE's
+        text-only reference). `jobs` are this family's jobs of the run, planned or not."""
+
+    def commands(self) -> list[click.Command]:
+        """Click commands the family adds to `duplexeval` (e.g. `scenes`, `mtr`)."""
+        return []

@@ -1,0 +1,59 @@
+"""Duplex-MPE items of a job: one conversation per scene, rendered lazily; the job's plan of work units.
+
+The factory renders on demand so a resumed run spends no TTS on finished items (and a
+worker renders only the scenes of the units it plays).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from duplexeval.benchmarks.mpe.scenes.loader import load_scenes
+from duplexeval.benchmarks.mpe.scenes.render import render_turns
+from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
+from duplexeval.executors.base import JobPlan
+from duplexeval.runner.fork import Group
+from duplexeval.runner.stimulus import Stimulus
+from duplexeval.runs.job_files import write_job_files
+from duplexeval.specs import repo_root
+
+
+def load_bench_scenes(bench: dict[str, Any], limit: int | None = None) -> list:
+    data = bench["data"]
+    if data.get("source") != "embedded" or "path" not in data:
+        raise FileNotFoundError(
+            f"benchmark {bench['id']}: data source {data.get('source')!r} ({data.get('dataset', '?')}) is not on this "
+            "machine; run a suite whose overrides point data.path at scene files (e.g. the embedded suite)")
+    scenes = load_scenes(repo_root() / Path(data["path"]))
+    return scenes[:limit] if limit else scenes
+
+
+def mpe_items(bench: dict[str, Any], limit: int | None = None) -> list[tuple[str, Callable[[], Stimulus]]]:
+    scenes = load_bench_scenes(bench, limit)
+    rate = int(bench["audio"]["rate"])
+    condition = bench["condition"]
+
+    def factory(scene) -> Callable[[], Stimulus]:
+        return lambda: MPEScheduler(render_turns(scene, condition, rate, tts=bench.get("tts")), bench)
+
+    return [(scene.id, factory(scene)) for scene in scenes]
+
+
+class MpePlan(JobPlan):
+    """A Duplex-MPE job as units: one conversation (scene) per unit."""
+
+    def build_groups(self) -> list[Group]:
+        return [(item_id, [(item_id, factory)]) for item_id, factory in mpe_items(self.job.bench, self.limit)]
+
+    def write_job_files(self) -> None:
+        write_job_files(self.bench_dir, self.job)
+
+    def summary(self) -> str:
+        return f"  {len(self.groups())} conversations"
+
+    def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+        from duplexeval.benchmarks.mpe.results import judges_from_spec, score_bench_dir
+
+        return score_bench_dir(self.bench_dir, self.job.bench, judges_from_spec(self.job.bench, self.cache_mode),
+                               progress=progress)

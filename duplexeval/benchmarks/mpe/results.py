@@ -1,0 +1,243 @@
+"""Aggregate Duplex-MPE records into results.json: every metric on its own denominator.
+
+No total is formed (§3.5): a win on one score cannot pay for a failure on another.
+
+Denominators cannot shrink (issue 13): an item whose status is not "ok" (an error, a
+damaged or an unfinished item) still contributes its planned units - every T, every
+N1/N2/N3 window, every N4 event of its scene - each as one record with the outcome
+`error`, which never passes and sits in every denominator (Answer's and Stop's too: an
+errored T or N4 cannot be shown to have been excluded). results.json then says
+`complete: false`, with the counts in `incomplete`.
+Each metric is {value, numerator, denominator} (value None without a denominator),
+with a Wilson interval when the spec asks for one, and Start's three outcomes, Stop's
+eligible count and its yield rate over all N4 events are always shown (§4.3, §4.5).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+from duplexeval.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_json
+from duplexeval.runner.integrity import input_hashes, item_status
+from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
+from duplexeval.benchmarks.mpe import metrics as mpe
+from duplexeval.scoring.model_caveat import with_caveat
+from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, score_item
+from duplexeval.stats import wilson_interval
+
+log = logging.getLogger(__name__)
+
+RESULTS_VERSION = 1
+START_OUTCOMES = ("fresh", "already_speaking", "miss", "error")
+ERROR = "error"
+
+
+def aggregate(records: list[dict[str, Any]], bench_spec: dict[str, Any], calls: CallCounter,
+              items: dict[str, int]) -> dict[str, Any]:
+    params = bench_spec["metrics"]
+    by = lambda m: [r for r in records if r["metric"] == m]  # noqa: E731
+    start = by("start")
+    counts = Counter(r["outcome"] for r in start)
+    fresh, already, errored_t = counts["fresh"], counts["already_speaking"], counts[ERROR]
+    answers = by("answer")
+    shush = by("shush")
+    stops = by("stop")
+    # An errored N4 event cannot be shown to be excluded: it is an eligible failure.
+    eligible = [r for r in stops if r["eligibility"] in ("eligible", ERROR)]
+    yielded = sum(1 for r in eligible if r["passed"])
+    metrics = {
+        "start": {**mpe.rate(fresh, len(start)), "outcomes": {k: counts[k] for k in START_OUTCOMES}},
+        "presence": mpe.rate(fresh + already, len(start)),
+        "answer": {**mpe.rate(sum(1 for r in answers if r["passed"]), fresh + already + errored_t),
+                   "outcomes": dict(sorted(Counter(r["outcome"] for r in answers).items()))},
+        "shush": {**mpe.rate(sum(1 for r in shush if r["passed"]), len(shush)),
+                  "outcomes": dict(sorted(Counter(r["outcome"] for r in shush).items())),
+                  # Always shown (issue 13, item 4): windows failed only by a Start-passing
+                  # reply to T that spilled into them (what shush.attribute_t_response forgives).
+                  "failed_by_t_reply": sum(1 for r in shush if r.get("t_reply_speech") and not r["passed"])},
+        "stop": {**mpe.stop_result(yielded, len(eligible), len(stops), params),
+                 "outcomes": dict(sorted(Counter(r["outcome"] for r in stops).items()))},
+    }
+    if len(answers) != fresh + already + errored_t:
+        raise AssertionError(f"{len(answers)} Answer records for {fresh + already} T turns with speech "
+                             f"and {errored_t} errored T turns")
+    confidence = params.get("statistics", {}).get("wilson_confidence")
+    if confidence:
+        for m in metrics.values():
+            if m["value"] is not None:
+                ci = wilson_interval(m["numerator"], m["denominator"], float(confidence))
+                m["wilson"] = [round(ci[0], 6), round(ci[1], 6)] if ci else None
+    scored = [r for r in records if r["outcome"] != ERROR]
+    windows = sum(1 for r in scored if r["metric"] in ("start", "shush", "stop"))
+    needing_asr = (sum(1 for r in scored if r["metric"] == "answer")
+                   + sum(1 for r in scored if r["metric"] == "shush" and r["speech"]))
+    return {
+        "v": RESULTS_VERSION,
+        "benchmark": bench_spec.get("id"),
+        "condition": bench_spec.get("condition"),
+        "spec_sha256": sha256_json(bench_spec),
+        "records_sha256": sha256_json(records),
+        "items": items,
+        **completeness(records, items),
+        "metrics": metrics,
+        "calls": {"asr_requests": calls.asr, "judge_requests": calls.judge, "windows": windows,
+                  "windows_needing_asr": needing_asr,
+                  "share_needing_asr": round(needing_asr / windows, 6) if windows else None},
+        "judges": {role: jid for role, jid in sorted(bench_spec.get("judges", {}).items())},
+        "asr": bench_spec.get("asr"),
+        "vad": bench_spec.get("vad"),
+    }
+
+
+def item_statuses(bench_dir: Path) -> list[tuple[Path, str]]:
+    """Every item folder in name order with its verified status: ok | error | unfinished | unknown."""
+    out = []
+    for d in sorted(p for p in (bench_dir / "items").iterdir() if p.is_dir()):
+        st = item_status(d)  # verified against its files: a damaged item is an error, never silence
+        if st is None:
+            out.append((d, "unfinished"))
+            continue
+        status = st.get("status")
+        out.append((d, status if status in ("ok", "error") else "unknown"))
+    return out
+
+
+def item_dirs(bench_dir: Path) -> tuple[list[Path], dict[str, int]]:
+    """Finished items (status ok) in name order, and counts of every status."""
+    statuses = item_statuses(bench_dir)
+    return [d for d, status in statuses if status == "ok"], status_counts(statuses)
+
+
+def status_counts(statuses: list[tuple[Path, str]]) -> dict[str, int]:
+    counts = Counter(status for _, status in statuses)
+    # ok and error are always present: "0 errors" must be visible, not implied (docs/architecture.md).
+    counts.update({"ok": 0, "error": 0})
+    out = {k: counts[k] for k in sorted(counts)}
+    out["total"] = sum(out.values())
+    return out
+
+
+def completeness(records: list[dict[str, Any]], items: dict[str, int]) -> dict[str, Any]:
+    """`complete` and, when false, what is missing: items not ok and their error units."""
+    not_ok = {k: v for k, v in items.items() if k not in ("ok", "total") and v}
+    units = Counter(r["metric"] for r in records if r["outcome"] == ERROR)
+    complete = not not_ok and not units
+    out: dict[str, Any] = {"complete": complete}
+    if not complete:
+        out["incomplete"] = {"items": dict(sorted(not_ok.items())),
+                             "error_units": dict(sorted(units.items())),
+                             "units_lower_bound": sum(1 for r in records
+                                                      if r["outcome"] == ERROR and r.get("units_from") == "events")}
+    return out
+
+
+def planned_turns(bench_spec: dict[str, Any], item_dir: Path) -> tuple[list[tuple[int, str, str]], str]:
+    """(index, turn_id, label) of every turn the item's scene plans, and where they came from.
+
+    The scene file (the benchmark's data path) is the plan; without it, the turns the
+    item's events.jsonl reached (a lower bound, flagged in results.json).
+    """
+    from duplexeval.benchmarks.mpe.scenes.model import conversation
+
+    try:
+        from duplexeval.benchmarks.mpe.plan import load_bench_scenes
+
+        scenes = {s.id: s for s in load_bench_scenes(bench_spec)}
+    except (FileNotFoundError, KeyError):
+        scenes = {}
+    scene = scenes.get(item_dir.name)
+    if scene is not None:
+        return [(t.index, t.turn_id, t.label) for t in conversation(scene, bench_spec["condition"])], "scene"
+    events = read_jsonl(item_dir / "events.jsonl") if (item_dir / "events.jsonl").is_file() else []
+    return [(int(e["turn"]), str(e.get("turn_id", e["turn"])), str(e["label"]))
+            for e in events if e.get("type") == "turn_start"], "events"
+
+
+def error_records(item_dir: Path, status: str, bench_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """One `error` record per planned unit of an item that is not ok (never a pass)."""
+    params = bench_spec["metrics"]
+    turns, source = planned_turns(bench_spec, item_dir)
+    metric_of = {"T": ("start", "answer"), "N4Q": ("stop",)}
+    out = []
+    for index, turn_id, label in turns:
+        metrics = metric_of.get(label, ("shush",) if label in params["shush"]["labels"] else ())
+        for metric in metrics:
+            rec = {"v": 1, "item": item_dir.name, "benchmark": bench_spec.get("id"), "turn": index,
+                   "turn_id": turn_id, "label": label, "metric": metric, "outcome": ERROR, "passed": False,
+                   "item_status": status, "units_from": source,
+                   "reason": f"item {status}: its planned unit counts against the score, never for it"}
+            if metric == "stop":
+                rec["eligibility"] = ERROR
+            if metric == "shush":
+                rec["speech"] = []
+            out.append(rec)
+    return out
+
+
+def score_bench_dir(bench_dir: str | Path, bench_spec: dict[str, Any], judges: dict[str, DecidingJudge], *,
+                    transcriber: Transcriber | None = None,
+                    progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+    """Scores every finished item of one model x benchmark folder; writes records and results.
+
+    `progress(done, total, item_id)`, when given, is called after each item (ASR and judges
+    included); it only reports, so the files written are the same with or without it."""
+    bench_dir = Path(bench_dir)
+    statuses = item_statuses(bench_dir)
+    counts = status_counts(statuses)
+    calls = CallCounter()
+    records: list[dict[str, Any]] = []
+    for n, (d, status) in enumerate(statuses, 1):
+        if status == "ok":
+            records += score_item(d, bench_spec, judges, transcriber=transcriber, calls=calls)
+        else:
+            records += error_records(d, status, bench_spec)
+        if progress is not None:
+            progress(n, len(statuses), d.name)
+    results = with_caveat(aggregate(records, bench_spec, calls, counts), bench_dir)
+    atomic_write_jsonl(bench_dir / "records.jsonl", records)
+    results["inputs_sha256"] = input_hashes(bench_dir)  # the status.json of every item it read
+    atomic_write_json(bench_dir / "results.json", results)
+    return results
+
+
+def score_run(run_dir: str | Path, *,
+              spec_for: Callable[[Path], dict[str, Any]] | None = None,
+              judges_for: Callable[[dict[str, Any]], dict[str, DecidingJudge]] | None = None,
+              transcriber: Transcriber | None = None) -> dict[str, dict[str, Any]]:
+    """Re-scores every Duplex-MPE folder of a run from its recordings; returns results by folder.
+
+    `spec_for(bench_dir)` gives the benchmark spec (default: the spec snapshot the runner
+    left in the folder, else the registry entry named like the folder); `judges_for(spec)`
+    builds the judges (default: from the spec's `judges` roles via the registry).
+    """
+    run_dir = Path(run_dir)
+    spec_for = spec_for or bench_spec_for
+    judges_for = judges_for or judges_from_spec
+    out = {}
+    for bench_dir in bench_dirs(run_dir):
+        spec = spec_for(bench_dir)
+        if spec.get("dimension") != "mpe":
+            continue
+        out[str(bench_dir.relative_to(run_dir))] = score_bench_dir(bench_dir, spec, judges_for(spec),
+                                                                    transcriber=transcriber)
+    if not out:
+        raise FileNotFoundError(f"{run_dir}: no Duplex-MPE benchmark folders (<model>/<benchmark>/items)")
+    return out
+
+
+def judges_from_spec(bench_spec: dict[str, Any], cache_mode: str = "readwrite") -> dict[str, DecidingJudge]:
+    """Judge objects for the spec's answer and backchannel roles (duplexeval.judges)."""
+    from duplexeval.judges.cache import JudgeCache
+    from duplexeval.judges.llm import Judge
+    from duplexeval.specs import Registry
+
+    registry = Registry.load()
+    cache = JudgeCache(mode=cache_mode)
+    out = {}
+    for role in ("answer", "backchannel"):
+        spec = registry.get("judge", bench_spec["judges"][role])
+        out[role] = Judge.from_spec(spec.data, spec.path, cache)
+    return out

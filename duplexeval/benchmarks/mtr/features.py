@@ -1,0 +1,126 @@
+"""Dialogue-feature rules of MTR-DuplexBench, per round, on the model's ASR words.
+
+Rules as seen in the paper's public code (DESIGN.md), every parameter from the spec's
+`metrics` block (`p` below):
+
+- the model *speaks* in a window when its in-window words (by midpoint) total at least
+  `speaking.min_speech_s` seconds, or number more than `speaking.min_words_exclusive`;
+- (ours) a reply whose speech began more than `speaking.max_onset_lead_s` before the
+  anchor is `already_speaking`, not a response: the word rule alone lets a model that
+  never stops talking pass a user turn shorter than ~1.2 s;
+- success = it does not speak during the user turn and speaks in the response window
+  (the user turn's end, or the interruption's end for `latency_from: interruption-end`,
+  to the end of the round's window);
+- pause: it also stays silent in [pause start, pause end + `pause_extension_s`];
+- background speech / backchannel (ours: the paper gives no backchannel rule; we use the
+  background rule): it keeps one continuous speech unit (word gaps <=
+  `background_max_word_gap_s`) across the event;
+- latency = onset of the first VAD episode reaching into the response window - anchor
+  (ours: Whisper's word starts are too coarse; the first word's start without episodes),
+  never clamped (an episode already running at the anchor gives a negative latency); a
+  round without a response is the outcome `no_response` and has no latency (never 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from duplexeval.benchmarks.mtr.format import Round
+
+
+@dataclass(frozen=True)
+class W:
+    """A word with times (duplexeval.judges.asr.Word has the same fields)."""
+
+    text: str
+    start: float
+    end: float
+
+
+def in_window(words: Sequence[Any], start: float, end: float) -> list[Any]:
+    return [w for w in words if start <= (w.start + w.end) / 2 < end]
+
+
+def speech_amount(words: Sequence[Any], start: float, end: float) -> tuple[float, int]:
+    ws = in_window(words, start, end)
+    return sum(max(0.0, w.end - w.start) for w in ws), len(ws)
+
+
+def speaks(words: Sequence[Any], start: float, end: float, p: dict[str, Any]) -> bool:
+    total, count = speech_amount(words, start, end)
+    sp = p["speaking"]
+    return total >= float(sp["min_speech_s"]) - 1e-9 or count > int(sp["min_words_exclusive"])
+
+
+def speech_units(words: Sequence[Any], max_gap_s: float) -> list[tuple[float, float]]:
+    """Words joined into continuous units while the gap between them is <= max_gap_s."""
+    units: list[list[float]] = []
+    for w in sorted(words, key=lambda w: w.start):
+        if units and w.start - units[-1][1] <= max_gap_s + 1e-9:
+            units[-1][1] = max(units[-1][1], w.end)
+        else:
+            units.append([w.start, w.end])
+    return [(a, b) for a, b in units]
+
+
+def continuous_across(words: Sequence[Any], start: float, end: float, max_gap_s: float) -> bool:
+    return any(a <= start and b >= end for a, b in speech_units(words, max_gap_s))
+
+
+def anchor_time(rnd: Round, p: dict[str, Any]) -> float:
+    if p.get("latency_from", "turn-end") == "interruption-end":
+        ev = rnd.event("interruption")
+        if ev is not None:
+            return ev.end
+    return rnd.user.end
+
+
+def response_onset(words: Sequence[Any], episodes: Sequence[tuple[float, float]] | None, anchor: float,
+                   window_end: float) -> float:
+    response = in_window(words, anchor, window_end)
+    first_word = min(w.start for w in response)
+    if episodes:
+        reaching = [s for s, e in episodes if e > anchor and s < window_end and s <= first_word + 1e-9]
+        if reaching:
+            return min(reaching)
+    return first_word
+
+
+def feature_outcome(rnd: Round, words: Sequence[Any], window_end: float, p: dict[str, Any],
+                    episodes: Sequence[tuple[float, float]] | None = None) -> dict[str, Any]:
+    """The round's outcome: success | no_response | spoke_during_turn | spoke_in_pause |
+    stopped_at_background | stopped_at_backchannel (with latency and a reason)."""
+    feature = rnd.feature or "smooth"
+    anchor = anchor_time(rnd, p)
+    response = in_window(words, anchor, window_end)
+    responded = speaks(words, anchor, window_end, p)
+    latency = round(response_onset(words, episodes, anchor, window_end) - anchor, 3) if responded else None
+    during = speaks(words, rnd.user.start, rnd.user.end, p)
+    base = {"feature": feature, "latency_s": latency, "spoke_during_turn": during, "anchor_s": round(anchor, 3)}
+    total, count = speech_amount(words, anchor, window_end)
+    if not responded:
+        return {**base, "outcome": "no_response", "passed": False,
+                "reason": f"{count} words / {total:.2f} s in the response window [{anchor:.2f}, {window_end:.2f}]"}
+    lead = p["speaking"].get("max_onset_lead_s")
+    if lead is not None and latency is not None and latency < -float(lead):
+        return {**base, "outcome": "already_speaking", "passed": False,
+                "reason": f"its speech began {-latency:.2f} s before {anchor:.2f}: already speaking, not a response"}
+    if during:
+        t, c = speech_amount(words, rnd.user.start, rnd.user.end)
+        return {**base, "outcome": "spoke_during_turn", "passed": False,
+                "reason": f"{c} words / {t:.2f} s during the user turn [{rnd.user.start:.2f}, {rnd.user.end:.2f}]"}
+    if feature == "pause":
+        ev = rnd.event("pause")
+        if ev is not None:
+            hi = ev.end + float(p["pause_extension_s"])
+            if speaks(words, ev.start, hi, p):
+                return {**base, "outcome": "spoke_in_pause", "passed": False,
+                        "reason": f"spoke in the pause window [{ev.start:.2f}, {hi:.2f}]"}
+    if feature in ("background", "backchannel"):
+        ev = rnd.event(feature)
+        gap = float(p["background_max_word_gap_s"])
+        if ev is not None and not continuous_across(response, ev.start, ev.end, gap):
+            return {**base, "outcome": f"stopped_at_{feature}", "passed": False,
+                    "reason": f"no continuous speech unit (gaps <= {gap:g} s) across [{ev.start:.2f}, {ev.end:.2f}]"}
+    return {**base, "outcome": "success", "passed": True, "reason": f"responded {latency:.2f} s after {anchor:.2f}"}

@@ -1,0 +1,77 @@
+"""An MTR-DuplexBench job of a run: dialogues -> scored rounds -> work units (forked or replayed) -> scores.
+
+Mirrors the Duplex-MPE plan in benchmarks/mpe/plan.py; the executor plays the units. How round k's
+history reaches the model (docs/mtr.md, "Context consistency") is recorded in
+context.json and results.json:
+`fork` (teacher forcing, snapshot per round: linear), `replay` (teacher forcing, a fresh
+session per round: quadratic, same bytes), `history-as-heard` (no teacher forcing: the
+model's own replies are its history; flagged, not comparable).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from duplexeval.benchmarks.mtr.items import context_mode, item_factories, load_dialogues, scored_rounds
+from duplexeval.benchmarks.mtr.score import judges_for, score_bench_dir, write_rounds_file
+from duplexeval.executors.base import CannotRun, JobPlan
+from duplexeval.io import atomic_write_json
+from duplexeval.runs.job_files import write_job_files
+
+HISTORY_FLAG = ("history as heard: the model lacks teacher_forcing, so its own earlier replies are its context; "
+                "not comparable with teacher-forced results")
+
+
+def context_record(mode: str) -> dict[str, Any]:
+    return {"mode": mode, "teacher_forcing": mode in ("fork", "replay"),
+            "flag": HISTORY_FLAG if mode == "history-as-heard" else None}
+
+
+class MtrPlan(JobPlan):
+    """An MTR-DuplexBench job as units: one dialogue per unit when forked (its rounds share a
+    trunk), else one scored round per unit (a fresh session each)."""
+
+    def __init__(self, job, bench_dir: Path, **kw):
+        super().__init__(job, bench_dir, **kw)
+        self.mode = context_mode(job.bench, list(job.model.data.get("capabilities", [])), self.clock)
+        if self.mode == "skip":
+            raise CannotRun(f"model {job.model.id} lacks teacher_forcing and the spec says skip")
+        self.forked = self.mode == "fork"
+        self.context = context_record(self.mode)
+        self._scored: tuple[list, list] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "_scored": None}
+
+    def scored(self) -> tuple[list, list]:
+        """(dialogues, scored rounds); CannotRun when the data is not here or selects nothing."""
+        if self._scored is None:
+            from duplexeval.benchmarks.mtr.datasets import DatasetUnavailable
+
+            bench = self.job.bench
+            try:
+                dialogues = load_dialogues(bench, self.limit)
+            except DatasetUnavailable as exc:  # offline, or a licensed corpus not supplied: the job is not run
+                raise CannotRun(str(exc)) from None
+            scored = scored_rounds(bench, dialogues, judges_for(bench, self.cache_mode))
+            if not scored:
+                raise CannotRun(f"benchmark {bench['id']}: no rounds selected from {len(dialogues)} dialogues")
+            self._scored = (dialogues, scored)
+        return self._scored
+
+    def build_groups(self) -> list:
+        return item_factories(self.job.bench, self.scored()[1], teacher_forcing=self.context["teacher_forcing"])
+
+    def write_job_files(self) -> None:
+        write_job_files(self.bench_dir, self.job, self.job.bench)
+        write_rounds_file(self.bench_dir, self.scored()[1])
+        atomic_write_json(self.bench_dir / "context.json", self.context)
+
+    def summary(self) -> str:
+        dialogues, scored = self.scored()
+        return f"  {len(scored)} rounds from {len(dialogues)} dialogues, context {self.mode}"
+
+    def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+        return score_bench_dir(self.bench_dir, self.job.bench, judges_for(self.job.bench, self.cache_mode),
+                               context=self.context, progress=progress)

@@ -1,0 +1,36 @@
+"""The MTR-DuplexBench family as a plug-in (entry point `mtr-duplexbench`): plan, re-score, commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from duplexeval.benchmarks.base import Benchmark, ItemProgress
+
+
+class MtrDuplexBench(Benchmark):
+    family = "mtr-duplexbench"
+
+    def plan(self, job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None):
+        from duplexeval.benchmarks.mtr.plan import MtrPlan
+
+        return MtrPlan(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
+
+    def score_dir(self, bench_dir: Path, spec: dict[str, Any], cache_mode: str,
+                  progress: ItemProgress | None = None) -> dict[str, Any] | None:
+        """None for a folder without rounds.json: its job never got planned, so there is nothing to score."""
+        if not (bench_dir / "rounds.json").is_file():
+            return None
+        from duplexeval.benchmarks.mtr.score import judges_for, score_bench_dir
+
+        return score_bench_dir(bench_dir, spec, judges_for(spec, cache_mode), progress=progress)
+
+    def result_lines(self, rel: str, results: dict[str, Any]) -> list[str]:
+        return [f"{rel} round {key}: " + ", ".join(f"{k}={v['value']} ({v['numerator']}/{v['denominator']})"
+                                                   for k, v in metrics.items() if isinstance(v, dict))
+                for key, metrics in results["rounds"].items()]
+
+    def commands(self) -> list:
+        from duplexeval.benchmarks.mtr.commands import COMMANDS
+
+        return COMMANDS
