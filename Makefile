@@ -50,7 +50,7 @@ test: setup qwen3-venv
 	# Qwen3-ASR on random tiny models, in its own venv (they skip in the main one); first,
 	# so the main suite's summary is the last line a reader (or CI) sees.
 	$(QWEN3_VENV)/bin/pytest -p no:cacheprovider tests/test_qwen3_asr.py
-	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # Work units spread over one model server per core (docs/runner.md, "Executors"); JOBS=1 is serial.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)

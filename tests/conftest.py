@@ -6,24 +6,20 @@ import os
 
 import pytest
 
-# `make test` runs the suite on every core with pytest-xdist (`-n N --dist loadgroup
-# --no-loadscope-reorder`). Each module is one work unit, so a module-scoped fixture (an
-# embedded-suite run, a Moshi run) is built once; the modules measured to dominate
+# `make test` runs the suite on every core with pytest-xdist (`-n N --dist loadfile
+# --no-loadscope-reorder`): each module is one work unit, so a module-scoped fixture (an
+# embedded-suite run, a Moshi run) is built once, and the modules measured to dominate
 # (`--durations`, 2-core machine) go first, so the workers finish together instead of one
-# starting a five-minute module last.
-SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_cascaded_baseline_run", "test_mtr_e2e",
-                 "test_executors", "test_moshi_conformance", "test_moshi_shim", "test_mtr_context")
-# Modules that use the Docker engine share one unit: their session fixtures build images
-# once, and no two workers build (or clean up) containers at the same time.
-DOCKER_GROUP = "docker"
+# starting a five-minute module last. (`--dist loadgroup` with xdist_group marks did not
+# keep a module on one worker with xdist 3.8.0 and pytest 9.2.) Docker modules may run
+# beside each other: concurrent builds of one image are safe (wheelhouse), and each test
+# cleans up only its own containers.
+SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_containers", "test_cascaded_baseline_run",
+                 "test_mtr_e2e", "test_executors_e2e", "test_moshi_conformance", "test_moshi_shim", "test_mtr_context")
 
 
 def pytest_collection_modifyitems(config, items):
-    docker_modules = {item.module.__name__ for item in items if "docker_engine" in item.fixturenames}
     rank = {name: n for n, name in enumerate(SLOWEST_FIRST)}
-    for item in items:
-        module = item.module.__name__
-        item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP if module in docker_modules else module))
     items.sort(key=lambda item: rank.get(item.module.__name__, len(rank)))  # stable: file order kept within
 
 

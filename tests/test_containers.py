@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from duplexeval.cli import cli
 from duplexeval.containers.build import build_image
-from duplexeval.containers.engine import MANAGED_LABEL
+from duplexeval.containers.engine import MANAGED_LABEL, RUN_LABEL
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.backends.docker import run_kwargs
 from duplexeval.runner.modelspec import REPO_ROOT, model_spec_from
@@ -142,9 +142,10 @@ def test_a_missing_image_gives_startup_errors_naming_the_build_command(docker_en
 
 KILLED_RUNNER = """
 import sys, time
+from dataclasses import replace
 from duplexeval.runner import load_model_spec
 from duplexeval.runner.backends import make_backend
-backend = make_backend(load_model_spec("silent").with_backend("docker"))
+backend = make_backend(replace(load_model_spec("silent").with_backend("docker"), run_id=sys.argv[1]))
 endpoint = backend.start()
 print(endpoint.unix_path, flush=True)
 time.sleep(600)
@@ -153,7 +154,8 @@ time.sleep(600)
 
 def test_cleanup_removes_the_container_and_socket_folder_of_a_sigkilled_runner(agents_image, docker_engine):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    child = subprocess.Popen([sys.executable, "-c", KILLED_RUNNER], stdout=subprocess.PIPE, text=True, env=env)
+    run_id = f"cleanup-test-{os.getpid()}"  # only this test's containers: other test files run beside it
+    child = subprocess.Popen([sys.executable, "-c", KILLED_RUNNER, run_id], stdout=subprocess.PIPE, text=True, env=env)
     try:
         sock = child.stdout.readline().strip()
         assert sock.endswith("model.sock"), sock
@@ -161,12 +163,13 @@ def test_cleanup_removes_the_container_and_socket_folder_of_a_sigkilled_runner(a
         child.send_signal(signal.SIGKILL)
         child.wait()
     folder = os.path.dirname(sock)
-    left = docker_engine.containers.list(all=True, filters={"label": [f"{MANAGED_LABEL}=1", "duplexeval.model=silent"]})
+    mine = {"label": [f"{MANAGED_LABEL}=1", f"{RUN_LABEL}={run_id}"]}
+    left = docker_engine.containers.list(all=True, filters=mine)
     assert left and os.path.isdir(folder)  # what a killed runner leaves behind
-    result = CliRunner().invoke(cli, ["cleanup"])
+    result = CliRunner().invoke(cli, ["cleanup", "--run-id", run_id])
     assert result.exit_code == 0, result.output
     assert f"removed socket folder {folder}" in result.output and "removed container" in result.output
-    assert docker_engine.containers.list(all=True, filters={"label": [f"{MANAGED_LABEL}=1"]}) == []
+    assert docker_engine.containers.list(all=True, filters=mine) == []
     assert not os.path.exists(folder)
 
 

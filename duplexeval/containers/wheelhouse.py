@@ -19,6 +19,7 @@ its sha256: the image label and the run manifest carry it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -95,7 +96,12 @@ def ensure_wheelhouse(image_dir: Path, *, lock: Path = LOCK, progress: Callable[
             shutil.copyfile(image_dir / name, tmp / name) if (image_dir / name).exists() else (tmp / name).write_text("")
         files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.suffix == ".whl"}
         atomic_write_json(tmp / MANIFEST, {"schema": "duplexeval.wheelhouse/1", "key": key, "wheels": files})
-        os.replace(tmp, folder)  # the manifest is inside: the folder appears complete or not at all
+        try:
+            os.replace(tmp, folder)  # the manifest is inside: the folder appears complete or not at all
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not (folder / MANIFEST).exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # a concurrent build finished the same key first: same wheels
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

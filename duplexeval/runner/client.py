@@ -59,6 +59,12 @@ class ProtocolClient:
             await asyncio.wait_for(self.ws.close(), timeout=2.0)
         except Exception:
             pass
+        finally:
+            # A server stuck in a step never answers the close handshake, and a cancelled
+            # close leaves the socket open: drop it, or every hung item leaks one.
+            transport = getattr(self.ws, "transport", None)
+            if transport is not None and not transport.is_closing():
+                transport.abort()
 
     # ---- sending ------------------------------------------------------------------------
     async def send_control(self, msg: dict) -> None:
