@@ -1,5 +1,6 @@
-"""Whether a recorded owner process still runs: the test behind every stale-owner cleanup
-(a killed driver's unit claims, a killed runner's socket folders)."""
+"""Facts about this process among others: whether a recorded owner process still runs (the
+test behind every stale-owner cleanup: a killed driver's unit claims, a killed runner's
+socket folders), and how many cores it has to itself beside its sibling workers."""
 
 from __future__ import annotations
 
@@ -15,3 +16,15 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's live process
     return True
+
+
+# Set by whoever starts N parallel workers on one machine (`--executor local --jobs N`, the
+# test suite's pytest-xdist workers) in each of them.
+PARALLEL_WORKERS_ENV = "DUPLEXEVAL_PARALLEL_WORKERS"
+
+
+def cores_per_worker() -> int:
+    """This machine's cores shared out among the parallel workers (at least 1): what a
+    library with its own thread pool (the ASR) may take without oversubscribing the cores."""
+    workers = max(1, int(os.environ.get(PARALLEL_WORKERS_ENV) or 1))
+    return max(1, (os.cpu_count() or 1) // workers)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+from duplexeval.processes import PARALLEL_WORKERS_ENV
 
 # `make test` runs the suite on every core with pytest-xdist (`-n N --dist loadfile
 # --no-loadscope-reorder`): each module is one work unit, so a module-scoped fixture (an
@@ -23,14 +26,25 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.module.__name__, len(rank)))  # stable: file order kept within
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    # Tests must not read or write the user's .cache; one cache per session keeps the
-    # (slow to build) TTS and ASR caches shared between tests of one run, and between the
-    # xdist workers of one run (every cache entry is written atomically under its hash).
+def shared_cache_dir(tmp_path_factory) -> Path:
+    """The one cache folder of this test session, shared by the xdist workers of one run
+    (every cache entry is written atomically under its hash)."""
     base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(root / "cache"))
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cache"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory):
+    # Tests must not read or write the user's .cache; one cache per session keeps the
+    # (slow to build) TTS, ASR and VAD caches shared between tests of one run. Session
+    # scope, not a function-scoped monkeypatch: module fixtures (an embedded-suite run) are
+    # set up before any function-scoped fixture and would otherwise use the checkout's
+    # .cache, so a warm checkout timed and tested differently from a clean clone.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DUPLEXEVAL_CACHE", str(shared_cache_dir(tmp_path_factory)))
+        # xdist workers share the cores, as `--executor local` workers do (duplexeval/processes.py).
+        mp.setenv(PARALLEL_WORKERS_ENV, os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        yield
 
 
 # ---- the Docker engine (tests marked `docker`) ----------------------------------------

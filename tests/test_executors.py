@@ -126,3 +126,19 @@ def test_a_local_pool_replaces_a_worker_killed_while_idle(tmp_path):
     finally:
         pool.close()
     assert not (tmp_path / ".workers").exists()
+
+
+def test_parallel_workers_share_the_cores_between_their_asr_threads(monkeypatch):
+    from duplexeval.judges.asr_backends.faster_whisper_backend import cpu_threads
+    from duplexeval.processes import PARALLEL_WORKERS_ENV
+
+    monkeypatch.delenv("DUPLEXEVAL_ASR_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    threads = []
+    for workers in ("", "1", "2", "3", "8", "16"):
+        monkeypatch.setenv(PARALLEL_WORKERS_ENV, workers)
+        threads.append(cpu_threads())
+    assert threads == [4, 4, 4, 2, 1, 1]
+    monkeypatch.setenv("DUPLEXEVAL_ASR_THREADS", "3")
+    assert cpu_threads() == 3  # the user's setting wins
+

@@ -24,6 +24,7 @@ from typing import Any
 from duplexeval.executors.base import JobPlan, Unit, UnitWorker
 from duplexeval.executors.core import UNIT_ATTEMPTS, Event
 from duplexeval.executors.registry import WorkerRegistry
+from duplexeval.processes import PARALLEL_WORKERS_ENV
 
 
 def portable_error(exc: BaseException) -> BaseException:
@@ -38,10 +39,12 @@ def portable_error(exc: BaseException) -> BaseException:
     return out
 
 
-def _worker_main(conn: Connection, name: str, registry: WorkerRegistry) -> None:
+def _worker_main(conn: Connection, name: str, registry: WorkerRegistry, jobs: int) -> None:
     from duplexeval.runner.backends.local import _die_with_parent
 
     _die_with_parent()
+    # The workers share the cores: the ASR sizes its thread pool by this (processes.cores_per_worker).
+    os.environ[PARALLEL_WORKERS_ENV] = str(jobs)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle; we stop when it closes the pipe
     registry.register(name)
     worker = UnitWorker(name)
@@ -90,7 +93,8 @@ class LocalPool:
         self.started += 1
         name = f"local-{self.started}"
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker_main, args=(child, name, self.registry), name=name, daemon=True)
+        proc = self.ctx.Process(target=_worker_main, args=(child, name, self.registry, self.jobs), name=name,
+                                daemon=True)
         proc.start()
         child.close()
         return _Slot(name, proc, parent)

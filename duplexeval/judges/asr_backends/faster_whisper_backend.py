@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.io import sha256_file
+from duplexeval.processes import cores_per_worker
 from duplexeval.judges.asr_backends import Backend
 from duplexeval.judges.transcript import Transcript, Word
 
@@ -60,6 +61,17 @@ def verify_weights(model_dir: Path, expected: str) -> None:
     _verified[ident] = actual
 
 
+def cpu_threads() -> int:
+    """DUPLEXEVAL_ASR_THREADS, else up to 4 of the cores this process has to itself: N
+    parallel workers on one machine (`--executor local --jobs N`, pytest-xdist) each get a
+    1/N share, since a thread per core in each would oversubscribe them. The thread count
+    changes speed, not words: 20 clips (babbler and oracle recordings) decoded identically
+    at 1 and 2 threads, and 1 thread took 15% less CPU (docs/runner.md, "Executors")."""
+    if os.environ.get("DUPLEXEVAL_ASR_THREADS"):
+        return int(os.environ["DUPLEXEVAL_ASR_THREADS"])
+    return min(4, cores_per_worker())
+
+
 class FasterWhisperBackend(Backend):
     name = "faster-whisper"
     package = "faster-whisper"
@@ -84,8 +96,7 @@ class FasterWhisperBackend(Backend):
                     source = str(directory)
                 else:
                     source = model  # a local CTranslate2 directory, or a name faster-whisper can fetch
-                threads = int(os.environ.get("DUPLEXEVAL_ASR_THREADS", min(4, os.cpu_count() or 1)))
-                _models[model] = WhisperModel(source, device="cpu", compute_type="int8", cpu_threads=threads)
+                _models[model] = WhisperModel(source, device="cpu", compute_type="int8", cpu_threads=cpu_threads())
             return _models[model]
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
