@@ -1,13 +1,22 @@
-"""The cascade agent remembers transcripts of identical utterances (the MPE preamble recurs
-in every conversation); a hit must be exactly what the real Whisper would say again."""
+"""The cascade agent remembers transcripts of identical utterances (the turns before T recur
+in both MPE conditions), in the process and on disk for its other processes; a hit must be
+exactly what the real Whisper would say again."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from duplexeval.agents import cascade
 from duplexeval.agents.cascade import CascadeAgent
 from duplexeval.tts import synthesize
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test starts with no transcripts on disk."""
+    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
 
 
 class CountingASR:
@@ -29,7 +38,11 @@ def test_identical_audio_is_decoded_once_and_gets_the_same_transcript():
     agent.reset()  # a new session: the memo outlives it
     assert agent.transcribe(hello.copy()) == first and counting.calls == 1
     fresh = CascadeAgent()
-    assert fresh.transcribe(hello) == first  # what a miss computes: the memo changes no byte
+    fresh.asr = fresh_counting = CountingASR(fresh.asr)
+    assert fresh.transcribe(hello) == first and fresh_counting.calls == 0  # another process: from disk
+    for entry in cascade.transcript_cache_dir().glob("*.json"):
+        entry.unlink()
+    assert CascadeAgent().transcribe(hello) == first  # what a miss computes: the memo changes no byte
     changed = hello.copy()
     changed[100] += 1e-3  # one sample differs: decoded again
     agent.transcribe(changed)
@@ -38,6 +51,7 @@ def test_identical_audio_is_decoded_once_and_gets_the_same_transcript():
 
 def test_the_memo_is_bounded_and_forgets_the_oldest(monkeypatch):
     monkeypatch.setattr(cascade, "TRANSCRIPTS_KEPT", 2)
+    monkeypatch.setattr(CascadeAgent, "_stored", lambda self, key: None)  # the in-process memo alone
     agent = CascadeAgent()
     agent.asr = counting = CountingASR(agent.asr)
     clips = [np.zeros(1600 * (n + 1), dtype=np.float32) for n in range(3)]
@@ -48,3 +62,31 @@ def test_the_memo_is_bounded_and_forgets_the_oldest(monkeypatch):
     assert counting.calls == 3
     agent.transcribe(clips[0])  # the oldest was forgotten
     assert counting.calls == 4
+
+
+def test_a_damaged_or_foreign_entry_is_decoded_again_and_an_unwritable_cache_costs_nothing(own_cache, monkeypatch):
+    hello = synthesize("Aria, is the pool open on Sundays?", "slt", 16000)
+    expected = CascadeAgent().transcribe(hello)
+    (entry,) = cascade.transcript_cache_dir().glob("*.json")
+    for damage in ('{"audio_sha256": "', '{"audio_sha256": "0000", "text": "no"}'):
+        entry.write_text(damage)  # cut short; another audio's entry under this name
+        agent = CascadeAgent()
+        agent.asr = counting = CountingASR(agent.asr)
+        assert agent.transcribe(hello) == expected and counting.calls == 1
+    blocked = own_cache.parent / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(blocked))  # mkdir under a file fails
+    assert CascadeAgent().transcribe(hello) == expected
+
+
+def test_another_decoding_reads_other_entries(monkeypatch):
+    before = cascade.transcript_cache_dir()
+    with monkeypatch.context() as mp:
+        mp.setitem(cascade.ASR_OPTIONS, "beam_size", 5)
+        cascade._asr_config_digest.cache_clear()
+        try:
+            assert cascade.transcript_cache_dir() != before
+        finally:
+            mp.undo()
+            cascade._asr_config_digest.cache_clear()
+    assert cascade.transcript_cache_dir() == before

