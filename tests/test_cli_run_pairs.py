@@ -72,3 +72,23 @@ def test_progress_printer_is_quiet_off_a_terminal(capsys) -> None:
     err = capsys.readouterr().err
     assert "[1/1] silent/mpe-explicit" in err and "c error: boom" in err and "scoring" in err
     assert " a ok" not in err and " b skipped" not in err
+
+
+def test_a_suite_entrys_limit_reaches_its_jobs_and_the_smaller_limit_wins(registry, tmp_path) -> None:
+    from duplexeval.runs.execute import job_dir, plan_job
+
+    by_key = {j.key: j for j in plan_suite(registry, "embedded", None, None)}
+    assert by_key["babbler/mpe-explicit"].limit == 8 and by_key["babbler/mpe-implicit"].limit == 8
+    assert by_key["silent/mpe-explicit"].limit is None and by_key["babbler/mtr-combo-s"].limit is None
+    (exact,) = plan_suite(registry, "embedded", ["babbler"], ["mpe-implicit"])
+    assert exact.limit == 8  # the same pair named exactly keeps its entry's limit
+    job = by_key["babbler/mpe-explicit"]
+    units = {}
+    for cli_limit in (None, 3, 20):
+        plan = plan_job(job, job_dir(tmp_path, job), clock="lockstep", seed=0, cache_mode="readwrite",
+                        limit=cli_limit)
+        units[cli_limit] = len(plan.units())
+    assert units == {None: 8, 3: 3, 20: 8}
+    silent = by_key["silent/mpe-explicit"]
+    assert len(plan_job(silent, job_dir(tmp_path, silent), clock="lockstep", seed=0, cache_mode="readwrite",
+                        limit=None).units()) == 24

@@ -164,7 +164,7 @@ def make_tree(tmp_path: Path) -> Path:
 def test_unknown_reference_suggests_a_close_name(tmp_path):
     root = make_tree(tmp_path)
     suite = root / "suites" / "embedded.yaml"
-    suite.write_text(suite.read_text().replace("[silent, babbler", "[silnet, babbler"))
+    suite.write_text(suite.read_text().replace("[silent, oracle, cascade", "[silnet, oracle, cascade"))
     with pytest.raises(SpecErrors) as info:
         Registry.load(root)
     [error] = [str(e) for e in info.value.errors]

@@ -54,6 +54,7 @@ def plan_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: st
     if clock not in job.model.data["clocks"]:
         raise CannotRun(f"model {job.model.id} does not support the {clock} clock")
     family = benchmark_for(job.bench, job.benchmark.path)
+    limit = min((n for n in (limit, job.limit) if n is not None), default=None)
     plan = family.plan(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
     plan.units()  # loads the data now: a job whose data is missing is "not run" before anything starts
     return plan

@@ -106,6 +106,7 @@ def build_manifest(run_id: str, suite_id: str, jobs: list, registry: Registry, c
         "jobs": [{"model": j.model.id, "model_sha256": j.model.sha256, "backend": model_spec_from(j.runner_model).backend, "benchmark": j.benchmark.id,
                   "benchmark_sha256": j.benchmark.sha256, "identity": j.identity, "asr": j.bench["asr"],
                   "asr_config": _asr_config(j.bench["asr"]),
-                  "judges": j.bench["judges"], "overrides": j.overrides} for j in jobs],
+                  "judges": j.bench["judges"], "overrides": j.overrides,
+                  **({"limit": j.limit} if j.limit is not None else {})} for j in jobs],
         "judges": judges,
     }

@@ -24,6 +24,9 @@ class Job:
     # The model as the run starts it (`--backend`, `--endpoint`, run label applied); None:
     # as its spec says. Not part of the identity: where a model runs is not what it is.
     runner: Any = None
+    # At most this many items (the suite's `runs[].limit`); `--limit` may cut further. Not part
+    # of the identity either: it chooses which items exist, not what any item is.
+    limit: int | None = None
 
     @property
     def runner_model(self) -> Any:
@@ -97,7 +100,9 @@ def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = Non
                 if why:
                     problems.append(f"{model_id} x {bench_id}: {why}")
                     continue
-                exact.append(Job(model, bench, apply_overrides(bench.data, overrides), overrides))
+                limit = next((r.get("limit") for r in suite.data["runs"]
+                              if model_id in r["models"] and bench_id in r["benchmarks"]), None)
+                exact.append(Job(model, bench, apply_overrides(bench.data, overrides), overrides, limit=limit))
         if problems:
             raise ImpossiblePair("cannot run " + "; ".join(problems))
         return exact
@@ -112,7 +117,8 @@ def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = Non
                     continue
                 seen.add((model_id, bench_id))
                 bench = registry.get("benchmark", bench_id)
-                jobs.append(Job(registry.get("model", model_id), bench, apply_overrides(bench.data, overrides), overrides))
+                jobs.append(Job(registry.get("model", model_id), bench, apply_overrides(bench.data, overrides), overrides,
+                                limit=run.get("limit")))
     if not jobs:
         raise UnknownSpecError("job", f"{suite_id} narrowed to models={models} benchmarks={benchmarks}", [])
     return jobs
