@@ -226,3 +226,13 @@ def test_cli_ls_models_shows_status():
 def test_help_on_every_command(command):
     result = CliRunner().invoke(cli, [*command, "--help"])
     assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_libyaml_and_the_python_loader_give_the_same_specs_and_lines(monkeypatch):
+    from duplexeval.specs import yaml_source
+
+    assert yaml_source._FastLoader is not None  # PyYAML built with libyaml: the fast path is taken
+    files = sorted((repo_root() / "specs").rglob("*.yaml"))
+    fast = [yaml_source.load_yaml(f) for f in files]
+    monkeypatch.setattr(yaml_source, "_FastLoader", None)
+    assert [yaml_source.load_yaml(f) for f in files] == fast

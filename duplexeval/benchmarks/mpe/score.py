@@ -13,22 +13,18 @@ twice gives byte-identical files.
 
 from __future__ import annotations
 
-import json
-import logging
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from duplexeval.audio import read_stereo_recording
-from duplexeval.io import atomic_write_json, read_jsonl, sha256_bytes, sha256_file, sha256_json
+from duplexeval.io import read_jsonl, sha256_file, sha256_json
 from duplexeval.benchmarks.mpe import metrics as mpe
 from duplexeval.benchmarks.mpe.timeline import Timeline, timeline_from_events
 from duplexeval.scoring.words import merge_word_pieces
 
-log = logging.getLogger(__name__)
 
 RECORD_VERSION = 1
 _ROUND = 4  # seconds to 0.1 ms: enough for audio frames, stable across platforms
@@ -151,9 +147,6 @@ def score_item(item_dir: str | Path, bench_spec: dict[str, Any], judges: dict[st
     return records
 
 
-VAD_CACHE_VERSION = 1
-
-
 def model_episodes(model: np.ndarray, rate: int, vad: dict[str, Any], *, cache: bool = True,
                    cache_dir: Path | None = None) -> list[mpe.Episode]:
     """Speech episodes of the model's channel with the spec's causal VAD, cached by content.
@@ -161,60 +154,13 @@ def model_episodes(model: np.ndarray, rate: int, vad: dict[str, Any], *, cache: 
     Why a cache: scoring is re-done on every resume and re-score (`duplexeval run` with
     the same run id, `duplexeval mpe score`), and once ASR and judges hit their caches the
     causal Silero pass over each recording (1-2 s per conversation) is most of what is
-    left. The key is the recording's samples and everything the episodes depend on (the
-    vad block's rules, silero-vad and onnxruntime versions), so a hit is what the VAD
-    would return; a changed sample or rule misses.
+    left (duplexeval.judges.vad.cached_episodes says what the key holds).
     """
-    from duplexeval.judges.vad import detect_episodes, vad_hysteresis
+    from duplexeval.judges.vad import cached_episodes, vad_hysteresis
 
-    params = {"threshold": float(vad["threshold"]), "min_speech_ms": float(vad["min_speech_ms"]),
-              "merge_gap_ms": float(vad["merge_gap_ms"]), "mode": vad["mode"], "hysteresis": vad_hysteresis(vad)}
-    audio = np.ascontiguousarray(model, dtype="<f4").reshape(-1)
-    components = {"v": VAD_CACHE_VERSION, "scorer": "mpe", "audio_sha256": sha256_bytes(audio.tobytes()),
-                  "rate": int(rate), "params": params, "versions": _vad_versions()}
-    key = sha256_json(components)
-    path = (cache_dir or _vad_cache_root()) / key[:2] / f"{key}.json"
-    if cache and path.exists():
-        hit = _read_episodes(path, key)
-        if hit is not None:
-            return hit
-    episodes = [(float(s), float(e)) for s, e in detect_episodes(
-        model, rate, threshold=params["threshold"], min_speech_ms=params["min_speech_ms"],
-        merge_gap_ms=params["merge_gap_ms"], mode=params["mode"], hysteresis=params["hysteresis"])]
-    if cache:
-        atomic_write_json(path, {"key": key, "components": components, "episodes": [list(e) for e in episodes]})
-    return episodes
-
-
-def _vad_cache_root() -> Path:
-    from duplexeval.judges.asr import cache_root
-
-    return cache_root() / "vad"
-
-
-@lru_cache(maxsize=1)
-def _vad_versions() -> dict[str, str]:
-    """The packages a probability depends on: the model file (silero-vad), its runtime, the resampler."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("silero-vad", "onnxruntime", "soxr"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not-installed"
-    return out
-
-
-def _read_episodes(path: Path, key: str) -> list[mpe.Episode] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data["key"] != key or sha256_json(data["components"]) != key:
-            raise ValueError("key does not match its components")
-        return [(float(s), float(e)) for s, e in data["episodes"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring corrupt VAD cache entry %s (%s); running the VAD again", path, exc)
-        return None
+    return cached_episodes(model, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
+                           merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad["mode"], hysteresis=vad_hysteresis(vad),
+                           scorer="mpe", cache=cache, cache_dir=cache_dir)
 
 
 def _score_t(timeline, turn, episodes, params, asr, judges, calls, common, t_reply) -> list[dict[str, Any]]:
