@@ -105,7 +105,7 @@ def silero_version() -> str:
 # plays the same loop from frame 0 in every conversation. Keys chain a hash over the
 # windows in order (blake2b-256 of the previous key and the window's bytes); the table is
 # an LRU of TRAJECTORY_WINDOWS windows (~1.2 KB each; 0 turns it off), so distinct
-# streams (a real model's) only cost a hash per 32 ms window (bench/bench_vad.py).
+# streams (a real model's) only cost a hash per 32 ms window (bench/bench_vad_memo.py).
 TRAJECTORY_WINDOWS = 32768
 _trajectory: OrderedDict[bytes, tuple[float, np.ndarray]] = OrderedDict()
 _trajectory_lock = threading.Lock()
