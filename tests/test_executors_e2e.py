@@ -69,18 +69,9 @@ def root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("executors")
 
 
-def _test_cache(tmp_path_factory) -> str:
-    """conftest's per-test cache folder. Module fixtures run before that fixture, so they set it
-    themselves: rounds.json records the rendered dialogues' path inside it."""
-    base = tmp_path_factory.getbasetemp()
-    return str((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cache")
-
-
 @pytest.fixture(scope="module")
-def serial(root, tmp_path_factory) -> dict[str, bytes]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DUPLEXEVAL_CACHE", _test_cache(tmp_path_factory))
-        run, outcomes = _run(root, "serial")
+def serial(root) -> dict[str, bytes]:
+    run, outcomes = _run(root, "serial")  # in the session's shared cache (conftest.py sets it first)
     assert [o.status for o in outcomes] == ["scored"] * 4
     snap = _snapshot(run)
     assert sum(1 for k in snap if k.endswith("records.jsonl") and not k.startswith("text-reference")) == 4
@@ -88,12 +79,10 @@ def serial(root, tmp_path_factory) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     """A local Ray cluster with two CPUs (two actors at once), no dashboard, a small object store;
-    its workers inherit the tests' cache folder."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DUPLEXEVAL_CACHE", _test_cache(tmp_path_factory))
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024, log_to_driver=False)
+    its workers inherit the tests' cache folder (conftest.py sets it for the session)."""
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024, log_to_driver=False)
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
