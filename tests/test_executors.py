@@ -142,3 +142,93 @@ def test_parallel_workers_share_the_cores_between_their_asr_threads(monkeypatch)
     monkeypatch.setenv("DUPLEXEVAL_ASR_THREADS", "3")
     assert cpu_threads() == 3  # the user's setting wins
 
+
+
+class _StandInPlan:
+    """A stand-in for a job plan (the scheduler only asks for its key, units and what is finished)."""
+
+    def __init__(self, key: str, n: int, host: str):
+        self.key, self.played = key, set()
+        self._units = [Unit(key, f"u{i}", (f"u{i}",), host) for i in range(n)]
+
+    def units(self):
+        return self._units
+
+    def finished(self, unit):
+        return unit.key in self.played
+
+
+class _StandInPool:
+    """Plays a unit at once in this process (a stand-in for model servers), records what happened."""
+
+    def __init__(self):
+        self.events, self.log = [], []
+
+    def pending(self):
+        return False
+
+    def free(self, unit, plan):
+        return not self.events
+
+    def submit(self, plan, unit):
+        from duplexeval.executors.core import Event
+
+        plan.played.add(unit.key)
+        self.log.append(("unit", unit.key))
+        self.events.append(Event("unit", unit=unit, report=UnitReport(unit.key, [(unit.unit_id, "ok", None, False)], "w")))
+
+    def score(self, plan):
+        from duplexeval.executors.core import Event
+
+        self.log.append(("score", plan.key))
+        self.events.append(Event("scored", job_key=plan.key, results={"n": len(plan.played)}))
+
+    def retire(self, host):
+        self.log.append(("retire", host))
+
+    def wait(self, timeout):
+        events, self.events = self.events, []
+        return events
+
+
+class _Feed:
+    """Hands plans over one by one, each once the job before it was scored (so its host ran out of units)."""
+
+    def __init__(self, plans, pool, error=None):
+        self.plans, self.pool, self.error, self.done = list(plans), pool, error, False
+
+    def take(self, timeout):
+        if not self.plans:
+            self.done = True
+            if self.error:
+                raise self.error
+            return []
+        if timeout == 0 and self.pool.log and self.pool.log[-1][0] != "score":
+            return []
+        return [self.plans.pop(0)]
+
+
+def test_plans_handed_over_while_units_play_are_all_played_and_a_host_retires_once_nothing_can_come(tmp_path):
+    from duplexeval.executors.core import schedule
+
+    pool = _StandInPool()
+    a, b, c = _StandInPlan("m/a", 2, "m@x"), _StandInPlan("m/b", 1, "m@x"), _StandInPlan("n/c", 1, "n@y")
+    results = schedule([], pool, Claims(tmp_path), lambda line: None, _Feed([a, b, c], pool))
+    assert results == {"m/a": {"n": 2}, "m/b": {"n": 1}, "n/c": {"n": 1}}
+    units = [k for kind, k in pool.log if kind == "unit"]
+    assert sorted(units) == ["m/a/u0", "m/a/u1", "m/b/u0", "n/c/u0"]
+    assert units.index("m/a/u1") < units.index("m/b/u0")  # the first job played before the next was planned
+    retired = [k for kind, k in pool.log if kind == "retire"]
+    # m@x ran out of units while plans could still come (m/b did): retired once, after planning ended
+    assert sorted(retired) == ["m@x", "n@y"]
+    assert pool.log.index(("retire", "m@x")) > pool.log.index(("unit", "m/b/u0"))
+
+
+def test_what_planning_raises_stops_the_run_with_its_error(tmp_path):
+    from duplexeval.executors.core import schedule
+
+    pool = _StandInPool()
+    with pytest.raises(ValueError, match="bad data"):
+        schedule([], pool, Claims(tmp_path), lambda line: None,
+                 _Feed([_StandInPlan("m/a", 1, "m@x")], pool, ValueError("bad data")))
+    assert not (tmp_path / ".claims").exists()

@@ -15,12 +15,6 @@ import click
 
 from duplexeval.reports.compare import compare_run, counts, failed, format_diff
 from duplexeval.reports.golden import golden_files, load_golden
-from duplexeval.reports.paper_arithmetic import (
-    default_golden_paths,
-    format_rows,
-    paper_arithmetic,
-    summary,
-)
 from duplexeval.reports.run_dir import load_run
 from duplexeval.specs.errors import SpecErrors
 
@@ -90,6 +84,9 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
     Known inconsistencies of the papers are printed as 'does not reconcile' with their
     reason and do not fail the check.
     """
+    # Imported here: it pulls in scipy.stats (~1.5 s), which no other command needs at start-up.
+    from duplexeval.reports.paper_arithmetic import default_golden_paths, format_rows, paper_arithmetic, summary
+
     default_mpe, default_mtr = default_golden_paths()
     mpe, mtr = _load_goldens((mpe_path or str(default_mpe), mtr_path or str(default_mtr)))
     rows = paper_arithmetic(mpe, mtr)

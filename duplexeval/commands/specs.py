@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-import pandas as pd
 
 from duplexeval.specs import KINDS, Registry, SpecErrors, spec_roots
 
@@ -71,6 +70,8 @@ def ls(what: str) -> None:
     except SpecErrors as exc:
         click.echo(str(exc), err=True)
         sys.exit(1)
+    import pandas as pd  # here, not at start-up: every other command would pay its import (~0.5 s)
+
     rows = [_row(spec.kind, spec.id, spec.data) for spec in registry.all(PLURAL[what])]
     table = pd.DataFrame(rows)
     click.echo(table.to_string(index=False) if not table.empty else f"no {what}")

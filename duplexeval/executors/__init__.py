@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from duplexeval.executors.base import JobPlan, Unit, UnitReport, UnitWorker
 from duplexeval.executors.claims import Claims
-from duplexeval.executors.core import UnitFailed, schedule
+from duplexeval.executors.core import PlanFeed, UnitFailed, schedule
 
 EXECUTORS = ("serial", "local", "ray")
 
@@ -42,10 +42,12 @@ def make_pool(name: str, run_dir: Path, *, jobs: int = 1, ray_address: str | Non
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
 
 
-def run_plans(plans: list[JobPlan], pool: Any, run_dir: Path, progress: Callable[[str], None]) -> dict[str, dict[str, Any]]:
-    """Every unit of `plans` played and every job scored on `pool` (closed afterwards); results per job key."""
+def run_plans(plans: list[JobPlan], pool: Any, run_dir: Path, progress: Callable[[str], None],
+              feed: PlanFeed | None = None) -> dict[str, dict[str, Any]]:
+    """Every unit of `plans` (and of the plans `feed` hands over) played and every job scored on
+    `pool` (closed afterwards); results per job key."""
     try:
-        return schedule(plans, pool, Claims(run_dir), progress)
+        return schedule(plans, pool, Claims(run_dir), progress, feed)
     finally:
         pool.close()
 

