@@ -9,7 +9,7 @@ identity in the cache key and the errors.
 
 qwen-asr pins transformers==4.57.6 (huggingface-hub<1.0), which cannot live beside the
 main lock (huggingface_hub 2.4), so these run in `.venv-qwen3` (`make qwen3-venv`; `make
-test` runs them there) and skip in the main venv.
+test` runs them there, through tests/test_qwen3_venv.py) and skip in the main venv.
 """
 
 from __future__ import annotations
