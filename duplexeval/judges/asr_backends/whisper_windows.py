@@ -6,8 +6,9 @@ Why: faster-whisper reads a long clip as 30 s windows, and with
 features and the call's arguments alone. Clips that share their opening audio share their
 opening windows: the babbler plays the same loop from frame 0 in every conversation, so
 each of its Duplex-MPE episodes (one per conversation, 2-3 minutes long) is the same audio
-until the conversation ends, and measured, their first window's features are byte-identical
-in all eight embedded scenes checked. The clip-level ASR cache (duplexeval/judges/asr.py)
+until the conversation ends, and measured, their first two windows' features are
+byte-identical in all eight embedded scenes checked (later ones differ in their last bits:
+faster-whisper computes a whole clip's features in one batch, docs/judges.md). The clip-level ASR cache (duplexeval/judges/asr.py)
 cannot see that (the clips differ); this memo does.
 
 How: the WhisperModel's `encode` returns a lazy window (the features' sha256, the
@@ -53,7 +54,8 @@ class Window:
 
 
 class RememberedWhisper:
-    """Stands for a `ctranslate2.models.Whisper` inside one WhisperModel (see module docstring)."""
+    """Stands for a `ctranslate2.models.Whisper` inside one WhisperModel (see module docstring);
+    made by remember_windows only when at least one call is to be kept."""
 
     def __init__(self, model: Any, calls: int):
         self._model = model
@@ -75,10 +77,9 @@ class RememberedWhisper:
         out = run(window.output(), *args, **kwargs)
         with self._lock:
             stats["misses"] += 1
-            if self._calls:
-                self._memo[key] = list(out)
-                while len(self._memo) > self._calls:
-                    self._memo.popitem(last=False)
+            self._memo[key] = list(out)
+            while len(self._memo) > self._calls:
+                self._memo.popitem(last=False)
         return out
 
     def generate(self, window: Window, *args: Any, **kwargs: Any) -> Any:
