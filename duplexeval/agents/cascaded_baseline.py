@@ -142,7 +142,9 @@ def load_asr(model_dir: str | None = None):
         return bundled_tiny_en()
     from faster_whisper import WhisperModel
 
-    return WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=1)
+    from duplexeval.judges.asr_backends.whisper_features import fix_features
+
+    return fix_features(WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=1))
 
 
 class CascadedBaseline(TurnTakingServer):

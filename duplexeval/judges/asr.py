@@ -105,6 +105,8 @@ def _config_components(spec: dict[str, Any]) -> dict[str, Any]:
     }
     if backend.extra_packages:  # absent for the backends that have none: their keys stay as they were
         out["packages"] = {name: _package_version(name) for name in backend.extra_packages}
+    if backend.features:
+        out["features"] = backend.features
     return out
 
 

@@ -26,6 +26,9 @@ class Backend:
     # Further distributions whose versions change the words (in the key only when non-empty,
     # so the keys of the backends that have none stay as they were).
     extra_packages: tuple[str, ...] = ()
+    # How the backend computes its input features where it departs from its package's own
+    # (faster-whisper: whisper_features); in the key only when set, like extra_packages.
+    features: str | None = None
     default_model: str = ""
 
     def require(self) -> None:

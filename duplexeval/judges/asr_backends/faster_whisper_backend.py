@@ -17,6 +17,7 @@ import numpy as np
 from duplexeval.io import sha256_file
 from duplexeval.processes import cores_per_worker
 from duplexeval.judges.asr_backends import Backend
+from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG, fix_features
 from duplexeval.judges.asr_backends.whisper_windows import remember_windows
 from duplexeval.judges.transcript import Transcript, Word
 
@@ -77,6 +78,7 @@ class FasterWhisperBackend(Backend):
     name = "faster-whisper"
     package = "faster-whisper"
     default_model = "tiny.en"
+    features = FEATURES_TAG
 
     def weights_sha256(self, model: str) -> str | None:
         return BUNDLED_WEIGHTS.get(model)
@@ -97,9 +99,10 @@ class FasterWhisperBackend(Backend):
                     source = str(directory)
                 else:
                     source = model  # a local CTranslate2 directory, or a name faster-whisper can fetch
-                # Windows shared by clips (the babbler's conversations open alike) decode once.
-                _models[model] = remember_windows(
-                    WhisperModel(source, device="cpu", compute_type="int8", cpu_threads=cpu_threads()))
+                # Features independent of the BLAS threads (whisper_features); windows shared
+                # by clips (the babbler's conversations open alike) decode once.
+                _models[model] = remember_windows(fix_features(
+                    WhisperModel(source, device="cpu", compute_type="int8", cpu_threads=cpu_threads())))
             return _models[model]
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):

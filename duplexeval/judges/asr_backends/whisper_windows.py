@@ -6,10 +6,11 @@ Why: faster-whisper reads a long clip as 30 s windows, and with
 features and the call's arguments alone. Clips that share their opening audio share their
 opening windows: the babbler plays the same loop from frame 0 in every conversation, so
 each of its Duplex-MPE episodes (one per conversation, 2-3 minutes long) is the same audio
-until the conversation ends, and measured, their first two windows' features are
-byte-identical in all eight embedded scenes checked (later ones differ in their last bits:
-faster-whisper computes a whole clip's features in one batch, docs/judges.md). The clip-level ASR cache (duplexeval/judges/asr.py)
-cannot see that (the clips differ); this memo does.
+until the conversation ends, and with features computed column by column in a fixed order
+(whisper_features) the windows of that shared audio are byte-identical, bar the one where
+the clip ends (with faster-whisper's own batched Mel product only the first two were: a
+column's last bits depended on the clip's length, docs/judges.md). The clip-level ASR cache
+(duplexeval/judges/asr.py) cannot see that (the clips differ); this memo does.
 
 How: the WhisperModel's `encode` returns a lazy window (the features' sha256, the
 features) instead of running the encoder; `generate` and `align` look their call up by
