@@ -34,15 +34,28 @@ def _snapshot(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
+def _item_times(out: Path, started: float) -> tuple[float, float]:
+    """(seconds until the first item landed, median seconds between items) of a finished run."""
+    landed = sorted(p.stat().st_mtime for p in out.glob("items/*/status.json"))
+    gaps = sorted(b - a for a, b in zip(landed, landed[1:]))
+    return landed[0] - started, gaps[len(gaps) // 2]
+
+
 def test_sigkill_at_several_points_then_resume_equals_an_uninterrupted_run(tmp_path):
     reference = tmp_path / "reference"
+    started = time.time()
     proc = _child(reference)
     assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
+    # The kill delays are fractions of this machine's own pace (fixed delays let a fast
+    # machine finish every item before the last kill, a slow one kill before any began).
+    first, period = _item_times(reference, started)
 
     resumed = tmp_path / "resumed"
-    # Kill points: during model start-up, mid-session after 1 and 3 finished items, and as
-    # soon as item 4's folder appears (while its files are being written, when it lands).
-    for finished_before_kill, extra_delay, folder in [(0, 0.3, None), (1, 0.05, None), (3, 0.1, None), (0, 0.0, "item-04")]:
+    # Kill points: during model start-up or the first item, mid-session halfway through the
+    # item after 1 and after 3 finished items, and as soon as item 4's folder appears
+    # (while its files are being written, when it lands).
+    for finished_before_kill, extra_delay, folder in [(0, 0.5 * first, None), (1, 0.5 * period, None),
+                                                      (3, 0.5 * period, None), (0, 0.0, "item-04")]:
         proc = _child(resumed)
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline and (
@@ -51,7 +64,7 @@ def test_sigkill_at_several_points_then_resume_equals_an_uninterrupted_run(tmp_p
         time.sleep(extra_delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    assert _finished(resumed) < 6, "the kills came too late to interrupt the run"
+    assert _finished(resumed) < 6, f"the kills came too late to interrupt the run (first item {first:.3f} s, then one per {period:.3f} s)"
     proc = _child(resumed)
     assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
 
