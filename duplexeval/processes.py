@@ -21,10 +21,16 @@ def pid_alive(pid: int) -> bool:
 # Set by whoever starts N parallel workers on one machine (`--executor local --jobs N`, the
 # test suite's pytest-xdist workers) in each of them.
 PARALLEL_WORKERS_ENV = "DUPLEXEVAL_PARALLEL_WORKERS"
+# Set where a scheduler reserves cores for a process (a Ray task's or actor's `num_cpus`):
+# the process may use that many, whatever the node has (Ray packs one task per reserved core).
+RESERVED_CORES_ENV = "DUPLEXEVAL_RESERVED_CORES"
 
 
 def cores_per_worker() -> int:
-    """This machine's cores shared out among the parallel workers (at least 1): what a
-    library with its own thread pool (the ASR) may take without oversubscribing the cores."""
+    """The cores this process may take for a library with its own thread pool (the ASR)
+    without oversubscribing the machine (at least 1): what a scheduler reserved for it, else
+    this machine's cores shared out among the parallel workers."""
+    if os.environ.get(RESERVED_CORES_ENV):
+        return max(1, int(float(os.environ[RESERVED_CORES_ENV])))
     workers = max(1, int(os.environ.get(PARALLEL_WORKERS_ENV) or 1))
     return max(1, (os.cpu_count() or 1) // workers)

@@ -156,3 +156,16 @@ def test_a_ray_actor_killed_mid_run_is_replaced_and_the_run_equals_serial(root, 
     assert killed and killed[0][1] < 24, f"the kill must land mid-run: {killed}"
     assert "worker lost" in capsys.readouterr().err  # its unit went back to the queue, on a new actor
     assert _snapshot(run) == serial
+
+
+
+def test_ray_scoring_tasks_and_actors_size_their_threads_by_their_reservation(cluster):
+    """A scoring task reserves 1 CPU; its ASR must not size its threads by the whole node
+    (here: a node whose processes nobody told how many share it, 2 cores)."""
+    from duplexeval.executors.ray import ACTOR_OPTIONS, SCORE_OPTIONS
+    from duplexeval.processes import PARALLEL_WORKERS_ENV, cores_per_worker
+
+    reserved = SCORE_OPTIONS["runtime_env"]["env_vars"]
+    on_a_node = {**SCORE_OPTIONS, "runtime_env": {"env_vars": {**reserved, PARALLEL_WORKERS_ENV: "1"}}}
+    assert ray.get(ray.remote(**on_a_node)(cores_per_worker).remote(), timeout=120) == 1
+    assert (ACTOR_OPTIONS["num_cpus"], ACTOR_OPTIONS["runtime_env"]) == (1, SCORE_OPTIONS["runtime_env"])

@@ -20,6 +20,7 @@ from duplexeval.executors.base import JobPlan, Unit, UnitWorker
 from duplexeval.executors.core import Event
 from duplexeval.executors.local import portable_error
 from duplexeval.executors.registry import WorkerRegistry
+from duplexeval.processes import RESERVED_CORES_ENV
 
 # Only unit descriptions and small reports travel through the object store.
 LOCAL_OBJECT_STORE_BYTES = 100 * 1024 * 1024
@@ -50,6 +51,17 @@ def cluster_shape(ray: Any) -> dict[str, Any]:
     return {"nodes": len(nodes), "cpus": res.get("CPU", 0.0), "gpus": res.get("GPU", 0.0),
             "node_resources": sorted(({"cpus": n["Resources"].get("CPU", 0.0), "gpus": n["Resources"].get("GPU", 0.0)}
                                       for n in nodes), key=lambda r: (r["cpus"], r["gpus"]))}
+
+
+def reserving(cpus: int) -> dict[str, Any]:
+    """Ray options reserving `cpus` cores, and telling the process so: a scoring task's ASR
+    would otherwise size its threads by the whole node (processes.cores_per_worker), and
+    Ray runs one such task per reserved core, so an 8-core node would run 8 x 4 threads."""
+    return {"num_cpus": cpus, "runtime_env": {"env_vars": {RESERVED_CORES_ENV: str(cpus)}}}
+
+
+SCORE_OPTIONS: dict[str, Any] = {**reserving(1), "max_retries": 0}
+ACTOR_OPTIONS: dict[str, Any] = {**reserving(1), "max_restarts": 0, "max_task_retries": 0}
 
 
 class _UnitActor:
@@ -97,7 +109,7 @@ class RayPool:
         self.jobs = jobs
         self.registry = WorkerRegistry(Path(run_dir).resolve())
         self.actor_cls = self.ray.remote(_UnitActor)
-        self.score_task = self.ray.remote(num_cpus=1, max_retries=0)(_score)
+        self.score_task = self.ray.remote(**SCORE_OPTIONS)(_score)
         self.pools: dict[str, list[_Actor]] = {}
         self.gpus: dict[str, int] = {}
         self.futures: dict[Any, tuple[str, _Actor | None, JobPlan, Unit | None]] = {}
@@ -107,8 +119,7 @@ class RayPool:
     def _new_actor(self, host_key: str) -> _Actor:
         self.started += 1
         name = f"ray-{self.started}"
-        handle = self.actor_cls.options(num_cpus=1, num_gpus=self.gpus[host_key], max_restarts=0,
-                                        max_task_retries=0).remote(name, self.registry)
+        handle = self.actor_cls.options(**ACTOR_OPTIONS, num_gpus=self.gpus[host_key]).remote(name, self.registry)
         actor = _Actor(name, handle)
         self.pings[handle.ping.remote()] = (host_key, actor)
         return actor
