@@ -15,7 +15,7 @@ from faster_whisper.feature_extractor import FeatureExtractor
 
 from duplexeval.judges import asr
 from duplexeval.judges.asr_backends import faster_whisper_backend
-from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG, FixedOrderFeatureExtractor
+from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG, FixedOrderFeatures
 
 
 def clip(seconds: float = 40.0, seed: int = 7) -> np.ndarray:
@@ -30,9 +30,9 @@ _DIGEST = """
 import hashlib, sys
 import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
-from duplexeval.judges.asr_backends.whisper_features import FixedOrderFeatureExtractor
+from duplexeval.judges.asr_backends.whisper_features import FixedOrderFeatures
 x = np.load(sys.argv[1])
-for extractor in (FixedOrderFeatureExtractor(), FeatureExtractor()):
+for extractor in (FixedOrderFeatures(FeatureExtractor()), FeatureExtractor()):
     print(hashlib.sha256(np.ascontiguousarray(extractor(x)).tobytes()).hexdigest())
 """
 
@@ -57,8 +57,8 @@ def test_a_column_depends_on_its_own_audio_only():
     under the maximum does not bite on this clip); a matrix product blocked by the clip's
     length does not promise that."""
     x = clip()
-    full = FixedOrderFeatureExtractor()(x)
-    head = FixedOrderFeatureExtractor()(x[: 16000 * 13 + 37])
+    full = FixedOrderFeatures(FeatureExtractor())(x)
+    head = FixedOrderFeatures(FeatureExtractor())(x[: 16000 * 13 + 37])
     assert full.max() - full.min() < 2.0  # the floor (8 decades = 2.0 after scaling) is not in play
     shared = head.shape[1] - 3  # the last columns of the prefix see its end (centre padding)
     np.testing.assert_array_equal(head[:, :shared], full[:, :shared])
@@ -66,14 +66,14 @@ def test_a_column_depends_on_its_own_audio_only():
 
 def test_features_stay_within_rounding_of_faster_whispers_own():
     x = clip()
-    ours, theirs = FixedOrderFeatureExtractor()(x), FeatureExtractor()(x)
+    ours, theirs = FixedOrderFeatures(FeatureExtractor())(x), FeatureExtractor()(x)
     assert ours.shape == theirs.shape and ours.dtype == theirs.dtype == np.float32
     assert float(np.abs(ours - theirs).max()) <= 4 * np.finfo(np.float32).eps
 
 
 def test_chunk_length_is_honoured_as_upstream():
     x = clip(5.0)
-    ours, theirs = FixedOrderFeatureExtractor(), FeatureExtractor()
+    ours, theirs = FixedOrderFeatures(FeatureExtractor()), FeatureExtractor()
     assert ours(x, chunk_length=10).shape == theirs(x, chunk_length=10).shape
     assert (ours.n_samples, ours.nb_max_frames) == (theirs.n_samples, theirs.nb_max_frames) == (160000, 1000)
 
@@ -91,8 +91,8 @@ def test_the_feature_recipe_is_part_of_the_transcript_key():
 def test_the_backend_and_the_cascade_read_audio_through_it(monkeypatch):
     monkeypatch.setattr(faster_whisper_backend, "_models", {})
     whisper = faster_whisper_backend.FasterWhisperBackend()._load("tiny.en")
-    assert isinstance(whisper.feature_extractor, FixedOrderFeatureExtractor)
+    assert isinstance(whisper.feature_extractor, FixedOrderFeatures)
     from duplexeval.agents.cascade import load_asr
 
-    assert isinstance(load_asr().feature_extractor, FixedOrderFeatureExtractor)
+    assert isinstance(load_asr().feature_extractor, FixedOrderFeatures)
 

@@ -24,8 +24,9 @@ backend's `features` tag is part of the ASR cache key.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from faster_whisper.feature_extractor import FeatureExtractor
 
 # Part of the ASR cache key (Backend.features): change it whenever these features change.
 FEATURES_TAG = "fixed-order-mel/1"
@@ -52,29 +53,36 @@ def mel_project(bins: np.ndarray, weights: np.ndarray, power: np.ndarray) -> np.
     return acc
 
 
-class FixedOrderFeatureExtractor(FeatureExtractor):
-    """faster-whisper's FeatureExtractor with the Mel projection in a fixed order (module docstring)."""
+class FixedOrderFeatures:
+    """A faster-whisper FeatureExtractor with the Mel projection in a fixed order (module
+    docstring). It wraps the model's own extractor, whose settings (rate, hop, window
+    length) and helpers it reads, so importing this module does not import faster-whisper."""
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.mel_bins, self.mel_weights = sparse_filters(self.mel_filters)
+    def __init__(self, upstream: Any):
+        self.upstream = upstream
+        self.mel_bins, self.mel_weights = sparse_filters(upstream.mel_filters)
+
+    def __getattr__(self, name: str) -> Any:  # sampling_rate, hop_length, nb_max_frames, time_per_frame, ...
+        return getattr(self.upstream, name)
 
     def __call__(self, waveform: np.ndarray, padding: int = 160, chunk_length: int | None = None) -> np.ndarray:
+        up = self.upstream
         if chunk_length is not None:  # the window length the decoder walks by, as upstream sets it
-            self.n_samples = chunk_length * self.sampling_rate
-            self.nb_max_frames = self.n_samples // self.hop_length
+            up.n_samples = chunk_length * up.sampling_rate
+            up.nb_max_frames = up.n_samples // up.hop_length
         audio = np.asarray(waveform, dtype=np.float32)
         if padding:
             audio = np.pad(audio, (0, padding))
-        window = np.hanning(self.n_fft + 1)[:-1].astype(np.float32)
-        spectrum = self.stft(audio, self.n_fft, self.hop_length, window=window, return_complex=True)
+        window = np.hanning(up.n_fft + 1)[:-1].astype(np.float32)
+        spectrum = up.stft(audio, up.n_fft, up.hop_length, window=window, return_complex=True)
         power = np.abs(spectrum.astype(np.complex64)[..., :-1]) ** 2
         log_mel = np.log10(np.maximum(mel_project(self.mel_bins, self.mel_weights, power), np.float32(1e-10)))
         log_mel = np.maximum(log_mel, log_mel.max() - 8.0)
         return (log_mel + 4.0) / 4.0
 
 
-def fix_features(whisper):
-    """`whisper` (a faster_whisper.WhisperModel) reading its audio through FixedOrderFeatureExtractor."""
-    whisper.feature_extractor = FixedOrderFeatureExtractor(**whisper.feat_kwargs)
+def fix_features(whisper: Any) -> Any:
+    """`whisper` (a faster_whisper.WhisperModel) reading its audio through FixedOrderFeatures."""
+    if not isinstance(whisper.feature_extractor, FixedOrderFeatures):
+        whisper.feature_extractor = FixedOrderFeatures(whisper.feature_extractor)
     return whisper
