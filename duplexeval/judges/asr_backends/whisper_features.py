@@ -63,6 +63,8 @@ class FixedOrderFeatures:
         self.mel_bins, self.mel_weights = sparse_filters(upstream.mel_filters)
 
     def __getattr__(self, name: str) -> Any:  # sampling_rate, hop_length, nb_max_frames, time_per_frame, ...
+        if name == "upstream":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
         return getattr(self.upstream, name)
 
     def __call__(self, waveform: np.ndarray, padding: int = 160, chunk_length: int | None = None) -> np.ndarray:
