@@ -95,4 +95,3 @@ def test_the_backend_and_the_cascade_read_audio_through_it(monkeypatch):
     from duplexeval.agents.cascade import load_asr
 
     assert isinstance(load_asr().feature_extractor, FixedOrderFeatures)
-

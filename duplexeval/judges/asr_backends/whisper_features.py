@@ -88,3 +88,11 @@ def fix_features(whisper: Any) -> Any:
     if not isinstance(whisper.feature_extractor, FixedOrderFeatures):
         whisper.feature_extractor = FixedOrderFeatures(whisper.feature_extractor)
     return whisper
+
+
+def load_whisper(source: str, cpu_threads: int) -> Any:
+    """A CTranslate2 Whisper (a model directory or name), int8 on the CPU, with these
+    features: how the offline judge and the cascade agents all load theirs."""
+    from faster_whisper import WhisperModel
+
+    return fix_features(WhisperModel(source, device="cpu", compute_type="int8", cpu_threads=cpu_threads))
