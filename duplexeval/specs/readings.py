@@ -1,0 +1,110 @@
+"""The readings a benchmark spec selects: rule choices the published numbers depend on.
+
+Where a paper's text, its authors' code and a correction disagree (how speech is counted
+in a window, how a late reply is attributed, how latency averages a silent round), each
+choice is a *reading*: a spec field whose JSON-Schema entry carries `"x-reading": true`
+and an `enum` of named values (docs/architecture.md, "Readings"). The schema is the one
+place that says which fields are readings, so the manifest, the report and `validate`
+never keep their own list: a family adds a reading by marking its schema entry.
+
+The walk is jsonschema's own: an `x-reading` keyword is evaluated only where the schema
+applies to the instance (after `$ref`, `if`/`then` and `allOf`), so a family's readings
+are found only on that family's specs. A reading field left out of a spec is listed with
+its schema `default`, marked as such, because a run used it all the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+from jsonschema import validators
+from jsonschema.exceptions import ValidationError
+
+from duplexeval.specs.errors import format_field
+
+KEYWORD = "x-reading"
+
+
+def _reading(validator: Any, marked: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """Report the value at this place as a (non-)error the collector picks up by its keyword."""
+    if marked:
+        yield ValidationError("reading", validator=KEYWORD, validator_value=marked, instance=instance, schema=schema)
+
+
+def _collector(root: dict[str, Any]) -> Any:
+    """A validator class whose `properties` also reports absent readings with their default."""
+
+    def properties(validator: Any, props: dict[str, Any], instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        for name, sub in props.items():
+            if name in instance:
+                yield from validator.descend(instance[name], sub, path=name, schema_path=name)
+                continue
+            resolved = _resolve(root, sub)
+            if resolved.get(KEYWORD) and "default" in resolved:
+                error = ValidationError("reading (default)", validator=KEYWORD, validator_value="default",
+                                        instance=resolved["default"], schema=resolved)
+                error.path.appendleft(name)
+                yield error
+
+    return validators.extend(jsonschema.Draft202012Validator, {KEYWORD: _reading, "properties": properties})
+
+
+def _resolve(root: dict[str, Any], sub: Any) -> dict[str, Any]:
+    """A property's schema with a local `$ref` followed (the only kind the specs use)."""
+    while isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and sub["$ref"].startswith("#/"):
+        node: Any = root
+        for part in sub["$ref"][2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        sub = node
+    return sub if isinstance(sub, dict) else {}
+
+
+def readings(schema: dict[str, Any], data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every reading the spec `data` selects: dotted field -> {value, default?, values}.
+
+    `values` are the schema's named alternatives (what `duplexeval sensitivity` may switch
+    to); `default: true` marks a value the spec left to its schema default.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for error in _collector(schema)(schema).iter_errors(data):
+        if error.validator != KEYWORD:
+            continue  # validity is the loader's business; here only readings are collected
+        field = format_field(tuple(error.absolute_path))
+        entry: dict[str, Any] = {"value": error.instance, "values": list(error.schema.get("enum", []))}
+        if error.validator_value == "default":
+            entry["default"] = True
+        out[field] = entry
+    return dict(sorted(out.items()))
+
+
+def benchmark_readings(bench: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The readings of one resolved benchmark spec (after a suite's overrides)."""
+    from duplexeval.specs.loader import schema_for
+
+    return readings(schema_for("benchmark"), bench)
+
+
+def reading_values(bench: dict[str, Any]) -> dict[str, Any]:
+    """Just field -> value: what a manifest job records and a report lists."""
+    return {field: entry["value"] for field, entry in benchmark_readings(bench).items()}
+
+
+def readings_by_benchmark(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The manifest's readings as report rows: one per benchmark and distinct set of readings.
+
+    Jobs of one benchmark usually share their readings; a suite override can change them
+    for one model, and then that model gets a row of its own.
+    """
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for job in manifest.get("jobs") or []:
+        chosen = job.get("readings")
+        if not isinstance(chosen, dict) or not chosen:
+            continue
+        key = (str(job.get("benchmark")), repr(sorted(chosen.items())))
+        row = groups.setdefault(key, {"benchmark": key[0], "models": [], "readings": dict(sorted(chosen.items()))})
+        row["models"].append(str(job.get("model")))
+    return [groups[k] for k in sorted(groups)]
