@@ -410,6 +410,7 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "run_id": run.run_id,
         "manifest": run.manifest or {},
         "readings": readings_by_benchmark(run.manifest or {}),
+        "sensitivity": sensitivity_context(run.root),
         "results": [{"model": r.model, "benchmark": r.benchmark, "condition": r.condition, "path": run.relative(r.path),
                      "metrics": metric_rows(r), "counts": r.data.get("counts") or {}} for r in results],
         "mpe": mpe,
@@ -429,6 +430,18 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "arithmetic_summary": arithmetic_summary(arithmetic),
         "statistics": _statistics(run.root),
     }
+
+
+def sensitivity_context(root: Path, max_rows: int = 300) -> dict[str, Any] | None:
+    """sensitivity.json as the report shows it: one line per switch, then the moved metrics."""
+    from duplexeval.runs import sensitivity
+
+    data = sensitivity.load(root)
+    if data is None:
+        return None
+    rows = sensitivity.moved(data["rows"])
+    return {"summary": sensitivity.switch_summary(data["rows"]), "rows": rows[:max_rows],
+            "left_out": max(0, len(rows) - max_rows)}
 
 
 def _statistics(root: Path) -> dict[str, Any] | None:

@@ -1,0 +1,72 @@
+"""`duplexeval sensitivity RUN_DIR`: what each documented reading would move in a run's numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from duplexeval.commands import CommandError
+
+
+@click.command("sensitivity")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--switch", "switches", multiple=True, metavar="FIELD=VALUE",
+              help="Only this alternative reading (repeatable), e.g. metrics.answer.response_end=episode. "
+                   "Default: every other named value of every reading the run's benchmarks have.")
+@click.option("--all", "show_all", is_flag=True, help="Print every metric, also those an alternative does not move.")
+def sensitivity(run_dir: Path, switches: tuple[str, ...], show_all: bool) -> None:
+    """Re-score RUN_DIR under each alternative reading and print what moves.
+
+    Per model x benchmark x metric: the value under the run's readings, under the
+    alternative, and the difference. Works from the recordings and caches only (judge
+    cache in replay mode: no model runs, no judge call is paid for). Writes
+    RUN_DIR/sensitivity.json, which `duplexeval report` shows.
+    """
+    from duplexeval.runs.sensitivity import Switch, moved, sensitivity as run_sensitivity, switch_summary
+
+    try:
+        parsed = [Switch.parse(s) for s in switches]
+        out = run_sensitivity(run_dir, parsed, progress=lambda m: click.echo(f"sensitivity {m}", err=True))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    rows = out["rows"]
+    if not rows:
+        click.echo(f"{run_dir}: no reading to switch (the run's benchmarks mark none, or --switch matched none)")
+        return
+    click.echo("reading switches (run's value -> alternative): metrics moved / compared, largest change")
+    for s in switch_summary(rows):
+        largest = "" if s["largest"] is None else f", largest {s['largest']:+.4f}"
+        err = f", {s['errors']} folder(s) not re-scorable (uncached judge calls)" if s["errors"] else ""
+        click.echo(f"  {s['benchmark']:<24} {s['reading']} = {s['run_value']} -> {s['alternative']}: "
+                   f"{s['moved']}/{s['metrics']} moved{largest}{err}  [{', '.join(s['models'])}]")
+    shown = rows if show_all else moved(rows)
+    if shown:
+        click.echo("")
+        click.echo(f"{'model':<10} {'benchmark':<24} {'metric':<30} {'reading -> alternative':<52} "
+                   f"{'run':>16} {'alternative':>16} {'delta':>8}")
+    for r in shown:
+        if r.get("error"):
+            click.echo(f"{r['model']:<10} {r['benchmark']:<24} {'-':<30} {r['reading'] + ' -> ' + str(r['alternative']):<52} "
+                       f"{r['error']}")
+            continue
+        click.echo(f"{r['model']:<10} {r['benchmark']:<24} {r['metric']:<30} "
+                   f"{r['reading'] + ' -> ' + str(r['alternative']):<52} "
+                   f"{_cell(r['value'], r['numerator'], r['denominator']):>16} "
+                   f"{_cell(r['alt_value'], r['alt_numerator'], r['alt_denominator']):>16} "
+                   f"{'' if r['delta'] is None else format(r['delta'], '+.4f'):>8}")
+    click.echo(f"\nwritten: {run_dir / 'sensitivity.json'}")
+
+
+def _cell(value, num, den) -> str:
+    v = "–" if value is None else (f"{value:.4f}" if isinstance(value, float) else str(value))
+    if num is None and den is None:
+        return v
+    return f"{v} ({_n(num)}/{_n(den)})"
+
+
+def _n(x) -> str:
+    return "–" if x is None else (str(int(x)) if isinstance(x, float) and x.is_integer() else str(x))
+
+
+COMMANDS = [sensitivity]

@@ -1,0 +1,233 @@
+"""What each documented reading moves: a run re-scored under every alternative rule choice.
+
+A published number depends on readings (docs/architecture.md, "Readings"): choices such
+as how speech is counted in a window. `sensitivity` takes a finished run and, per
+<model>/<benchmark> folder, re-scores it once under the readings the run used (the
+baseline, so a code change since the run does not pass for a reading's effect) and once
+per alternative value of each reading, then diffs every metric. Scoring works from the
+recordings and the caches only: the judge cache is read in `replay` mode, so an
+alternative that would need an uncached (paid) judge call fails loudly instead of calling.
+
+Re-scoring never touches the run: each one happens in a scratch mirror of the folder
+whose files are symlinks to the run's (the scorers write atomically, temp file + rename,
+so a write replaces the link and never the run's file). Results land in
+`sensitivity.json` (atomically, at the end), which the report renders.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duplexeval.judges.cache import CacheMiss
+from duplexeval.specs.readings import benchmark_readings
+
+SCHEMA = "duplexeval.sensitivity/1"
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One reading set to one value (`FIELD=VALUE` on the command line)."""
+
+    field: str
+    value: Any
+
+    @classmethod
+    def parse(cls, text: str) -> "Switch":
+        field, sep, value = text.partition("=")
+        if not sep or not field.strip() or not value.strip():
+            raise ValueError(f"--switch {text!r}: expected FIELD=VALUE, e.g. metrics.answer.response_end=episode")
+        return cls(field.strip(), _parse_value(value.strip()))
+
+    def label(self) -> str:
+        return f"{self.field}={self.value}"
+
+
+def _parse_value(text: str) -> Any:
+    """YAML's scalars (true, 1.5, a name), as a spec file would read them."""
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def set_field(spec: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    """A copy of `spec` with the dotted `field` set (intermediate mappings created)."""
+    out = copy.deepcopy(spec)
+    node = out
+    parts = field.split(".")
+    for part in parts[:-1]:
+        nxt = node.get(part)
+        if not isinstance(nxt, dict):
+            nxt = node[part] = {}
+        node = nxt
+    node[parts[-1]] = value
+    return out
+
+
+def flat_metrics(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every metric of a results.json (value with numerator / denominator), by dotted path.
+
+    Top-level `metrics` and per-round `rounds` both count; nested metric dicts (e.g. a
+    rate kept inside another metric) are found by their shape, not by a family's names.
+    """
+    out: dict[str, dict[str, Any]] = {}
+
+    def walk(node: Any, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        if "value" in node and ("numerator" in node or "denominator" in node):
+            out[path] = {k: node.get(k) for k in ("value", "numerator", "denominator")}
+        for key, sub in node.items():
+            if isinstance(sub, dict):
+                walk(sub, f"{path}.{key}" if path else str(key))
+
+    walk(results.get("metrics") or {}, "")
+    for rnd, sub in (results.get("rounds") or {}).items():
+        walk(sub, f"rounds.{rnd}")
+    return out
+
+
+def alternatives(spec: dict[str, Any], switches: list[Switch]) -> list[Switch]:
+    """The switches to try on one folder's spec: the requested ones that are readings of
+    this spec, or else every other named value of every reading it has."""
+    found = benchmark_readings(spec)
+    if switches:
+        return [s for s in switches if s.field in found and s.value != found[s.field]["value"]]
+    return [Switch(field, value) for field, entry in found.items() for value in entry["values"] if value != entry["value"]]
+
+
+def check_switches(switches: list[Switch], specs: list[dict[str, Any]]) -> None:
+    """Refuse a switch that is no reading of any folder, or a value that is not one of its names."""
+    known: dict[str, set[Any]] = {}
+    for spec in specs:
+        for field, entry in benchmark_readings(spec).items():
+            known.setdefault(field, set()).update(entry["values"])
+    for s in switches:
+        if s.field not in known:
+            names = ", ".join(sorted(known)) or "none"
+            raise ValueError(f"--switch {s.label()}: {s.field!r} is no reading of this run's benchmarks (readings: {names})")
+        if s.value not in known[s.field]:
+            raise ValueError(f"--switch {s.label()}: {s.value!r} is not a named value of {s.field} "
+                             f"(one of {', '.join(map(str, sorted(known[s.field], key=str)))})")
+
+
+def _mirror(bench_dir: Path, scratch: Path) -> Path:
+    """A folder mirroring `bench_dir` whose files are symlinks to the run's files."""
+    dest = scratch / bench_dir.parent.name / bench_dir.name
+    shutil.copytree(bench_dir, dest, symlinks=True,
+                    copy_function=lambda src, dst: os.symlink(os.path.abspath(src), dst))
+    return dest
+
+
+def _rescore(bench_dir: Path, spec: dict[str, Any], scratch: Path, family: Any) -> dict[str, dict[str, Any]] | None:
+    folder = _mirror(bench_dir, scratch)
+    try:
+        res = family.score_dir(folder, spec, "replay")
+    finally:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    return None if res is None else flat_metrics(res)
+
+
+def _delta(a: Any, b: Any) -> float | None:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isfinite(a) and math.isfinite(b):
+        return float(b) - float(a)
+    return None
+
+
+def folder_rows(run_dir: Path, bench_dir: Path, switches: list[Switch], scratch: Path) -> Iterator[dict[str, Any]]:
+    """Rows for one <model>/<benchmark> folder: per alternative and metric, baseline vs alternative."""
+    from duplexeval.benchmarks import benchmark_for
+    from duplexeval.runs.bench_folders import SPEC_SNAPSHOTS, bench_spec_for
+
+    spec = bench_spec_for(bench_dir)
+    todo = alternatives(spec, switches)
+    if not todo:
+        return
+    snapshot = next((bench_dir / n for n in SPEC_SNAPSHOTS if (bench_dir / n).is_file()), None)
+    family = benchmark_for(spec, snapshot or bench_dir)
+    base = _rescore(bench_dir, spec, scratch, family)
+    if base is None:
+        return
+    model, bench = bench_dir.parent.name, bench_dir.name
+    used = {f: e["value"] for f, e in benchmark_readings(spec).items()}
+    for switch in todo:
+        try:
+            alt = _rescore(bench_dir, set_field(spec, switch.field, switch.value), scratch, family) or {}
+        except CacheMiss as exc:  # the alternative needs a judge call nobody has paid for: say so
+            yield {"model": model, "benchmark": bench, "metric": None, "reading": switch.field,
+                   "run_value": used.get(switch.field), "alternative": switch.value,
+                   "error": f"needs judge verdicts the cache does not hold: {str(exc).splitlines()[0]}"}
+            continue
+        for name in sorted(set(base) | set(alt)):
+            b, a = base.get(name, {}), alt.get(name, {})
+            yield {"model": model, "benchmark": bench, "metric": name, "reading": switch.field,
+                   "run_value": used.get(switch.field), "alternative": switch.value,
+                   "value": b.get("value"), "numerator": b.get("numerator"), "denominator": b.get("denominator"),
+                   "alt_value": a.get("value"), "alt_numerator": a.get("numerator"),
+                   "alt_denominator": a.get("denominator"), "delta": _delta(b.get("value"), a.get("value"))}
+
+
+def sensitivity(run_dir: Path, switches: list[Switch] | None = None,
+                progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Re-score every folder of `run_dir` under each alternative reading; write sensitivity.json."""
+    from duplexeval.io import atomic_write_json
+    from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
+
+    switches = list(switches or [])
+    folders = bench_dirs(run_dir)
+    if not folders:
+        raise ValueError(f"{run_dir}: no <model>/<benchmark>/items folders to re-score")
+    check_switches(switches, [bench_spec_for(f) for f in folders])
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="duplexeval-sensitivity-") as tmp:
+        for i, folder in enumerate(folders, 1):
+            if progress:
+                progress(f"[{i}/{len(folders)}] {folder.parent.name}/{folder.name}")
+            rows.extend(folder_rows(run_dir, folder, switches, Path(tmp)))
+    out = {"schema": SCHEMA, "switches": [s.label() for s in switches], "rows": rows}
+    atomic_write_json(run_dir / "sensitivity.json", out)
+    return out
+
+
+def load(run_dir: Path) -> dict[str, Any] | None:
+    """sensitivity.json of a run, when `duplexeval sensitivity` has written one."""
+    path = Path(run_dir) / "sensitivity.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) and data.get("schema") == SCHEMA else None
+
+
+def moved(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose value the alternative changes (what a reader looks at first)."""
+    return [r for r in rows if r.get("error") or r["value"] != r["alt_value"] or r["numerator"] != r["alt_numerator"]
+            or r["denominator"] != r["alt_denominator"]]
+
+
+def switch_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per (benchmark, reading, alternative): how many metrics it moved, the largest move."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        key = (r["benchmark"], r["reading"], str(r["run_value"]), str(r["alternative"]))
+        s = out.setdefault(key, {"benchmark": r["benchmark"], "reading": r["reading"], "run_value": r["run_value"],
+                                 "alternative": r["alternative"], "models": set(), "metrics": 0, "moved": 0,
+                                 "largest": None, "errors": 0})
+        s["models"].add(r["model"])
+        if r.get("error"):
+            s["errors"] += 1
+            continue
+        s["metrics"] += 1
+        if moved([r]):
+            s["moved"] += 1
+            d = r.get("delta")
+            if d is not None and (s["largest"] is None or abs(d) > abs(s["largest"])):
+                s["largest"] = d
+    return [{**v, "models": sorted(v["models"])} for _, v in sorted(out.items())]
