@@ -24,7 +24,8 @@ SCHEMA = {
     "$defs": {
         "a_metrics": {"type": "object", "properties": {
             "window": {"type": "object", "properties": {
-                "speech": {"enum": ["pooled", "per-segment"], "x-reading": True, "default": "pooled"},
+                "speech": {"enum": ["pooled", "per-segment"], "x-reading": True, "default": "pooled",
+                           "x-reading-rescore": False},
                 "unit": {"enum": ["s", "ms"]}}},
             "latency": {"$ref": "#/$defs/latency"}}},
         "b_metrics": {"type": "object", "properties": {
@@ -37,13 +38,13 @@ SCHEMA = {
 def test_present_readings_and_defaults_of_the_applicable_family_only():
     got = readings(SCHEMA, {"family": "a", "metrics": {"window": {"speech": "per-segment", "unit": "ms"}}})
     assert got == {
-        "metrics.latency": {"value": "successes", "values": ["successes", "clamped"], "default": True},
-        "metrics.window.speech": {"value": "per-segment", "values": ["pooled", "per-segment"]},
+        "metrics.latency": {"value": "successes", "values": ["successes", "clamped"], "rescore": True, "default": True},
+        "metrics.window.speech": {"value": "per-segment", "values": ["pooled", "per-segment"], "rescore": False},
     }
     # family b's reading has no default and is absent: nothing to list; a's are not b's
     assert readings(SCHEMA, {"family": "b", "metrics": {}}) == {}
     assert readings(SCHEMA, {"family": "b", "metrics": {"attribution": "forgive"}}) == {
-        "metrics.attribution": {"value": "forgive", "values": ["literal", "forgive"]}}
+        "metrics.attribution": {"value": "forgive", "values": ["literal", "forgive"], "rescore": True}}
 
 
 def test_an_invalid_value_is_still_listed_as_what_the_spec_says():

@@ -98,7 +98,7 @@ def flat_metrics(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def alternatives(spec: dict[str, Any], switches: list[Switch]) -> list[Switch]:
     """The switches to try on one folder's spec: the requested ones that are readings of
     this spec, or else every other named value of every reading it has."""
-    found = benchmark_readings(spec)
+    found = {f: e for f, e in benchmark_readings(spec).items() if e["rescore"]}
     if switches:
         return [s for s in switches if s.field in found and s.value != found[s.field]["value"]]
     return [Switch(field, value) for field, entry in found.items() for value in entry["values"] if value != entry["value"]]
@@ -107,10 +107,17 @@ def alternatives(spec: dict[str, Any], switches: list[Switch]) -> list[Switch]:
 def check_switches(switches: list[Switch], specs: list[dict[str, Any]]) -> None:
     """Refuse a switch that is no reading of any folder, or a value that is not one of its names."""
     known: dict[str, set[Any]] = {}
+    new_run: set[str] = set()
     for spec in specs:
         for field, entry in benchmark_readings(spec).items():
+            if not entry["rescore"]:
+                new_run.add(field)
+                continue
             known.setdefault(field, set()).update(entry["values"])
     for s in switches:
+        if s.field in new_run and s.field not in known:
+            raise ValueError(f"--switch {s.label()}: {s.field} changes what the model hears; "
+                             "another value needs a new run, not a re-score")
         if s.field not in known:
             names = ", ".join(sorted(known)) or "none"
             raise ValueError(f"--switch {s.label()}: {s.field!r} is no reading of this run's benchmarks (readings: {names})")

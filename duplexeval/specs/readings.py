@@ -25,6 +25,9 @@ from jsonschema.exceptions import ValidationError
 from duplexeval.specs.errors import format_field
 
 KEYWORD = "x-reading"
+# `"x-reading-rescore": false` marks a reading that changes what the model hears (e.g. how
+# the scheduler holds a turn): another value needs a new run, so a re-score cannot show it.
+RESCORE = "x-reading-rescore"
 
 
 def _reading(validator: Any, marked: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
@@ -66,15 +69,17 @@ def _resolve(root: dict[str, Any], sub: Any) -> dict[str, Any]:
 def readings(schema: dict[str, Any], data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every reading the spec `data` selects: dotted field -> {value, default?, values}.
 
-    `values` are the schema's named alternatives (what `duplexeval sensitivity` may switch
-    to); `default: true` marks a value the spec left to its schema default.
+    `values` are the schema's named alternatives; `rescore` says whether a finished run can
+    be re-scored under another of them (`duplexeval sensitivity` switches only those);
+    `default: true` marks a value the spec left to its schema default.
     """
     out: dict[str, dict[str, Any]] = {}
     for error in _collector(schema)(schema).iter_errors(data):
         if error.validator != KEYWORD:
             continue  # validity is the loader's business; here only readings are collected
         field = format_field(tuple(error.absolute_path))
-        entry: dict[str, Any] = {"value": error.instance, "values": list(error.schema.get("enum", []))}
+        entry: dict[str, Any] = {"value": error.instance, "values": list(error.schema.get("enum", [])),
+                                 "rescore": error.schema.get(RESCORE, True) is not False}
         if error.validator_value == "default":
             entry["default"] = True
         out[field] = entry
