@@ -20,12 +20,21 @@ from duplexeval.stats import mcnemar_from_pairs, spearman
 PRESENT = ("fresh", "already_speaking")
 
 
-def _per_item(records: list[dict[str, Any]]) -> dict[str, dict[str, bool]]:
+def _per_item(records: list[dict[str, Any]]) -> tuple[dict[str, dict[str, bool]], set[str]]:
+    """Each scored item's presence and Start, and the items whose T errored.
+
+    An errored T says nothing about whether the model responded (issue 24): its item
+    leaves the pairs instead of counting as "did not respond"."""
     out: dict[str, dict[str, bool]] = {}
+    errored: set[str] = set()
     for r in records:
-        if r.get("metric") == "start":
+        if r.get("metric") != "start":
+            continue
+        if r["outcome"] == "error":
+            errored.add(r["item"])
+        else:
             out[r["item"]] = {"presence": r["outcome"] in PRESENT, "start": bool(r["passed"])}
-    return out
+    return out, errored
 
 
 def _mpe_folders(run_dir: Path) -> list[tuple[str, dict[str, Any], Path]]:
@@ -47,13 +56,15 @@ def run_statistics(run_dir: Path) -> dict[str, Any]:
         pair_id = spec["metrics"].get("statistics", {}).get("mcnemar", {}).get("pair_with")
         if spec.get("condition") != "explicit" or (model, pair_id) not in by_key:
             continue
-        first = _per_item(read_jsonl(folder / "records.jsonl"))
-        second = _per_item(read_jsonl(by_key[(model, pair_id)][1] / "records.jsonl"))
+        first, first_err = _per_item(read_jsonl(folder / "records.jsonl"))
+        second, second_err = _per_item(read_jsonl(by_key[(model, pair_id)][1] / "records.jsonl"))
         shared = sorted(set(first) & set(second))
+        errored = len(first_err | second_err)
         for metric in ("presence", "start"):
             test = mcnemar_from_pairs([(first[i][metric], second[i][metric]) for i in shared])
             mcnemar.append({"model": model, "first": bench_id, "second": pair_id, "metric": metric,
                             "pairs": len(shared), "first_only": test.b, "second_only": test.c,
+                            "excluded_errored": errored,
                             "p": round(test.p_value, 6), "test": "exact two-sided McNemar"})
     entries = []
     for model, spec, folder in folders:
