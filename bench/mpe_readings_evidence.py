@@ -86,9 +86,10 @@ class Budget:
 def minicpm_budget(cells: dict[str, dict]) -> Budget:
     start = cells["mpe.t3.minicpm-o.explicit.start"]
     shush = cells["mpe.t3.minicpm-o.explicit.shush"]
+    n4_events, eligible = cells["mpe.t7.n4-events"]["value"], cells["mpe.t15.minicpm-o.eligible"]["value"]
     return Budget(fresh=int(start["numerator"]),
                   shush_failures_max=int(shush["denominator"]) - int(min(shush["numerator_range"])),
-                  stop_ineligible=int(cells["mpe.t7.n4-events"]["value"]) - int(cells["mpe.t15.minicpm-o.eligible"]["value"]))
+                  stop_ineligible=int(n4_events) - int(eligible))
 
 
 def verdicts(cells: dict[str, dict], offsets: int = 1000) -> list[dict]:

@@ -47,7 +47,8 @@ class Totals:
             raise ValueError(f"{where}: scene_plan.totals.{bad[0]} needs a non-negative integer")
         spread = tuple(block.get("turn_spread", [0]))
         if not spread or sum(spread) != 0 or not all(isinstance(x, int) for x in spread):
-            raise ValueError(f"{where}: scene_plan.totals.turn_spread must be integers summing to 0 (got {list(spread)})")
+            raise ValueError(f"{where}: scene_plan.totals.turn_spread must be integers summing to 0 "
+                             f"(got {list(spread)})")
         return Totals(*(block[n] for n in names), spread)
 
 
@@ -83,7 +84,7 @@ def allocate(totals: Totals, turn_range: tuple[int, int], pair_range: tuple[int,
             raise ValueError(f"{where}: scene {k} would get {turns} turns, outside scene_plan.turns "
                              f"{turn_range[0]}-{turn_range[1]} (check totals.turns and turn_spread)")
         if not pair_range[0] <= pairs <= pair_range[1] or turns < 3 + 2 * pairs:
-            raise ValueError(f"{where}: scene {k} would get {pairs} N4 pairs in {turns} turns, outside scene_plan.n4_pairs "
-                             f"{pair_range[0]}-{pair_range[1]} or too few turns")
+            raise ValueError(f"{where}: scene {k} would get {pairs} N4 pairs in {turns} turns, outside "
+                             f"scene_plan.n4_pairs {pair_range[0]}-{pair_range[1]} or too few turns")
         out.append(SceneQuota(turns, pairs, placement))
     return out
