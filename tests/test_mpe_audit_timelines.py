@@ -204,6 +204,7 @@ def test_errored_n4_events_are_not_eligible_so_one_yield_is_not_reported() -> No
     stop = aggregate(records, spec(), CallCounter(), {"ok": 1, "error": 1, "total": 2})["metrics"]["stop"]
     assert stop["value"] is None and stop["reported"] is False
     assert (stop["eligible"], stop["errored"], stop["n4_events"]) == (1, 29, 30)
+    assert stop["yield_rate_all_n4"]["denominator"] == 1  # the errored 29 are not known to have failed
 
 
 def mpe_folder(run: Path, bench_id: str, condition: str, starts: dict[str, str]) -> None:

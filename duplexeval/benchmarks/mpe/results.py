@@ -69,6 +69,8 @@ def aggregate(records: list[dict[str, Any]], bench_spec: dict[str, Any], calls: 
                   # Table 10: windows whose speech reached the backchannel judge.
                   "judged": sum(1 for r in shush if "verdict" in r)},
         "stop": {**mpe.stop_result(yielded, len(eligible), len(stops), params),
+                 # Over every N4 event whose eligibility is known (an errored one is neither way).
+                 "yield_rate_all_n4": mpe.rate(yielded, len(stops) - errored_n4),
                  "errored": errored_n4,
                  # Table 14: quiet during N4Q and first speaking in the gap (eligible or finished early).
                  "spoke_after_question": len(eligible) + stop_outcomes["excluded_finished_early"],
