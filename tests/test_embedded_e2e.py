@@ -87,7 +87,8 @@ def test_manifest_records_what_produced_the_numbers(runs):
     assert manifest["packages"]["silero-vad"] == "6.2.3"
     job = manifest["jobs"][0]
     assert job["asr"]["backend"] == "faster-whisper" and job["judges"]["answer"] == "mpe-answer-offline"
-    assert job["overrides"]["scheduler"] == {"max_wait_s": 10.0}  # the suite's declared deviation
+    # The suite's declared deviation and its labelled scheduler reading (docs/mpe.md, "Readings").
+    assert job["overrides"]["scheduler"] == {"max_wait_s": 10.0, "after_t": "turn-gap"}
 
 
 def test_statistics_pair_explicit_and_implicit_per_model(runs):

@@ -1,8 +1,9 @@
 """Issue 13 item 3: errored items leave no denominator; an incomplete result is no match.
 
 Every planned unit (each T, each N1/N2/N3 window, each N4 event; each MTR round) of an
-item whose verified status is not "ok" is one record with the outcome `error`: in every
-denominator, never a pass. results.json says `complete: false`; `compare` refuses to
+item whose verified status is not "ok" is one record with the outcome `error`: never a
+pass, in every unconditional denominator (Start, presence, Shush), counted apart where the
+denominator is conditional (Answer: presence; Stop: eligibility; issue 24). results.json says `complete: false`; `compare` refuses to
 call such a result a match unless asked, and checks denominators against golden.
 """
 
@@ -48,10 +49,13 @@ def test_an_errored_scene_keeps_every_planned_unit_in_every_denominator(tmp_path
     assert m["start"]["denominator"] == labels["T"] and m["start"]["numerator"] == 0
     assert m["start"]["outcomes"]["error"] == labels["T"]
     assert m["presence"]["denominator"] == labels["T"]
-    assert m["answer"]["denominator"] == labels["T"] and m["answer"]["numerator"] == 0
+    # Answer's and Stop's denominators are conditional (presence, eligibility): an errored
+    # T or N4 event is not known to belong, so it is counted apart (issue 24).
+    assert m["answer"]["denominator"] == 0 and m["answer"]["errored"] == labels["T"]
     assert m["shush"]["denominator"] == labels["N1"] + labels["N2"] + labels["N3"]
     assert m["shush"]["numerator"] == 0
-    assert m["stop"]["n4_events"] == labels["N4Q"] and m["stop"]["eligible"] == labels["N4Q"]
+    assert m["stop"]["n4_events"] == labels["N4Q"] and m["stop"]["eligible"] == 0
+    assert m["stop"]["errored"] == labels["N4Q"] and m["stop"]["value"] is None
     assert results["complete"] is False
     assert results["incomplete"]["items"] == {"error": 1}
     assert results["incomplete"]["error_units"]["shush"] == m["shush"]["denominator"]

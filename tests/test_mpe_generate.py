@@ -83,9 +83,10 @@ def run(tmp_path, answers, plan, n_scenes=1, attempts=None):
     return writer, report
 
 
-def test_the_writer_spec_allows_n4_pairs_on_either_side_of_t():
+def test_the_writer_spec_deals_table_7s_totals_over_2000_scenes():
     plan = ScenePlan.from_spec(load_spec(WRITER_SPEC, "judge").data)
-    assert plan == ScenePlan(turns=(8, 11), n4_pairs=(1, 2), n4_placement="either")
+    assert (plan.turns, plan.n4_pairs, plan.n4_placement) == ((11, 16), (0, 2), "totals")
+    assert len(plan.quotas) == 2000  # tests/test_mpe_table7_plan.py checks the sums
 
 
 def test_either_placement_accepts_a_pair_right_before_t_and_one_after(tmp_path):

@@ -23,24 +23,24 @@ PARAMS = spec()["metrics"]
 
 def test_answer_judges_the_filler_and_the_answer_after_a_1_s_pause_as_one_reply() -> None:
     filler, answer = (10.0, 10.4), (11.4, 12.2)  # "Hmm, let me think." ... "The taco place."
-    reply, until = mpe.response_span(filler, 14.2, [filler, answer], PARAMS)
+    reply, until = mpe.response_span(filler, [14.2], [filler, answer], PARAMS)
     assert reply == [filler, answer] and until == 14.2
 
 
 def test_answer_response_end_episode_judges_the_first_episode_only() -> None:
     params = spec(metrics={**PARAMS, "answer": {**PARAMS["answer"], "response_end": "episode"}})["metrics"]
     filler, answer = (10.0, 10.4), (11.4, 12.2)
-    assert mpe.response_span(filler, 14.2, [filler, answer], params)[0] == [filler]
+    assert mpe.response_span(filler, [14.2], [filler, answer], params)[0] == [filler]
 
 
 def test_speech_from_the_next_turns_start_on_is_not_part_of_the_reply() -> None:
     first, later = (10.0, 10.4), (14.2, 15.0)
-    assert mpe.response_span(first, 14.2, [first, later], PARAMS)[0] == [first]
+    assert mpe.response_span(first, [14.2], [first, later], PARAMS)[0] == [first]
 
 
 def test_a_reply_that_starts_after_the_next_turn_started_is_judged_whole() -> None:
     late = (11.0, 12.0)
-    assert mpe.response_span(late, 10.5, [late], PARAMS) == ([late], float("inf"))
+    assert mpe.response_span(late, [10.5], [late], PARAMS) == ([late], float("inf"))
 
 
 # -- item 2 -------------------------------------------------------------------------------
@@ -130,7 +130,7 @@ def words_over_clip(audio, rate, asr):
     return Transcript(" Nine dollars.", [Word("Nine", 0.0, n / 2), Word("dollars.", n / 2, n)], "stub", "stub")
 
 
-def late_reply_records(tmp_path, attribute: bool):
+def late_reply_records(tmp_path, attribute: str):
     from duplexeval.benchmarks.mpe.results import aggregate
     from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
     from duplexeval.benchmarks.mpe.score import score_item
@@ -144,7 +144,7 @@ def late_reply_records(tmp_path, attribute: bool):
     sch = MPEScheduler(fake_conversation([("T", 1.3), ("N2", 1.5), ("N3", 0.9)]), bench,
                        vad_factory=lambda: AmplitudeVAD(frame / RATE))
     inputs, outputs, events, _ = run_scheduler(sch, frame, model)
-    item = tmp_path / ("a" if attribute else "l")
+    item = tmp_path / attribute
     write_item(item, inputs, outputs, events)
     judges = {"answer": StubJudge("correct"), "backchannel": StubJudge("content")}
     records = score_item(item, bench, judges, transcriber=words_over_clip)
@@ -152,7 +152,7 @@ def late_reply_records(tmp_path, attribute: bool):
 
 
 def test_a_reply_1_s_after_t_passes_start_and_fails_the_next_window_literally(tmp_path) -> None:
-    records, results = late_reply_records(tmp_path, attribute=False)
+    records, results = late_reply_records(tmp_path, attribute="counts-against-window")
     start = next(r for r in records if r["metric"] == "start")
     first_window = next(r for r in records if r["metric"] == "shush")
     assert start["outcome"] == "fresh"
@@ -161,7 +161,7 @@ def test_a_reply_1_s_after_t_passes_start_and_fails_the_next_window_literally(tm
 
 
 def test_shush_attribute_t_response_does_not_count_a_start_passing_reply_against_the_next_window(tmp_path) -> None:
-    records, results = late_reply_records(tmp_path, attribute=True)
+    records, results = late_reply_records(tmp_path, attribute="attributed-to-t")
     first_window = next(r for r in records if r["metric"] == "shush")
     assert first_window["passed"] is True and first_window["outcome"] == "silent"
     assert results["metrics"]["shush"]["failed_by_t_reply"] == 0

@@ -104,11 +104,12 @@ def _statistics_value(run: RunDir, locator: dict[str, str]) -> tuple[str, float 
     stats = json.loads(path.read_text(encoding="utf-8"))
     source = run.relative(path)
     fld = locator["field"]
-    if locator["statistics"] == "spearman":
-        block = stats.get("spearman") or {}
+    if locator["statistics"] in ("spearman", "conditions"):
+        kind = locator["statistics"]
+        block = stats.get(kind) or {}
         value = block.get(fld)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return MISSING, None, None, source, block.get("note") or f"no spearman.{fld}"
+            return MISSING, None, None, source, block.get("note") or f"no {kind}.{fld}"
         return OK, float(value), None, source, ""
     entries = [e for e in stats.get("mcnemar") or []
                if e.get("model") == locator.get("model") and e.get("metric") == locator.get("metric", "presence")

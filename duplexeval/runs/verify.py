@@ -31,8 +31,8 @@ from duplexeval.secrets import secret_values
 
 MANIFEST = "manifest.json"
 # Files the manifest seals: everything scoring and planning write, beside the items.
-RESULT_NAMES = ("results.json", "records.jsonl", "rounds.json", "context.json", "benchmark.json", "model.json",
-                "session_config.json")
+RESULT_NAMES = ("results.json", "records.jsonl", "rounds.json", "scenes.json", "context.json", "benchmark.json",
+                "model.json", "session_config.json")
 RUN_RESULT_NAMES = ("summary.json", "statistics.json")
 SCAN_SKIP_SUFFIXES = (".wav", ".flac", ".ogg", ".npy", ".pt", ".onnx", ".safetensors")
 SCAN_MAX_BYTES = 64 << 20

@@ -118,6 +118,9 @@ def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, a
         attribute_sets = yaml.safe_load(attributes_file.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise CommandError(yaml_problem(attributes_file, exc)) from None
+    if plan.quotas and isinstance(attribute_sets, list) and len(attribute_sets) > len(plan.quotas):
+        raise CommandError(f"{attributes_file}: {len(attribute_sets)} attribute sets, but {spec.path}'s "
+                           f"scene_plan.totals plans {len(plan.quotas)} scenes")
     template = load_scenes(EMBEDDED_SCENES)[0]  # the embedded suite's voices and preamble
     report = generate_scenes(writer, attribute_sets, out, speakers=template.speakers,
                              preamble={"text": template.preamble_text, "voice": template.preamble_voice},

@@ -91,13 +91,19 @@ def response_episode(t_end: float, episodes: Sequence[Episode], start: Outcome) 
     return None
 
 
-def response_span(first: Episode, next_start: float | None, episodes: Sequence[Episode],
+def response_span(first: Episode, later_starts: Sequence[float], episodes: Sequence[Episode],
                   params: dict[str, Any]) -> tuple[list[Episode], float]:
     """The episodes of the whole reply to T, and the time its words must lie before.
 
-    answer.response_end "next-turn" (default): the reply runs from its first episode to
-    the next turn's start, which the scheduler places only after yield_silence_s (2 s) of
-    Aria silence (§3.4) - so "Hmm, let me think." ... "The taco place." is one reply.
+    `later_starts` are the start times of the turns after T, in order. answer.response_end
+    "next-turn" (default): the reply runs from its first episode to the start of the first
+    turn that begins after the reply began. For a reply that began in the gap after T that
+    is the next turn's start, which the scheduler places only after yield_silence_s (2 s)
+    of Aria silence (§3.4) - so "Hmm, let me think." ... "The taco place." is one reply.
+    A late reply, begun after the next turn had already started (T ends 10.0, N2 plays from
+    10.5, "Hmm, let me think." 11.0-11.8, "The taco place, nine dollars." 12.8-14.5), runs
+    to the turn after that one, which again waits for Aria's 2 s of silence: the filler
+    alone is never what is judged (issue 24).
     "episode": the first speech episode alone (a pause >= merge_gap ends the reply).
     """
     mode = params["answer"].get("response_end", "next-turn")
@@ -105,9 +111,25 @@ def response_span(first: Episode, next_start: float | None, episodes: Sequence[E
         return [first], float("inf")
     if mode != "next-turn":
         raise ValueError(f"unknown answer.response_end {mode!r}; use 'next-turn' or 'episode'")
-    if next_start is None or first[0] >= next_start:
-        return [first], float("inf")  # a late reply that began after the next turn started
-    return [ep for ep in sorted(episodes) if first[0] <= ep[0] < next_start], next_start
+    until = min((s for s in later_starts if s > first[0]), default=float("inf"))
+    return [ep for ep in sorted(episodes) if first[0] <= ep[0] < until], until
+
+
+T_REPLY_READINGS = ("counts-against-window", "attributed-to-t")
+
+
+def t_reply_attributed(params: dict[str, Any]) -> bool:
+    """shush.attribute_t_response: whether a Start-passing reply's spill-over is forgiven.
+
+    "counts-against-window" (the text read literally): the reply's speech in a later
+    silence window fails that window like any other speech. "attributed-to-t": it belongs
+    to T and is left out of every window it spills into. docs/mpe.md has the timeline that
+    separates them and the published counts that bear on the choice.
+    """
+    mode = params["shush"].get("attribute_t_response", T_REPLY_READINGS[0])
+    if mode not in T_REPLY_READINGS:
+        raise ValueError(f"unknown shush.attribute_t_response {mode!r}; use {' or '.join(map(repr, T_REPLY_READINGS))}")
+    return mode == "attributed-to-t"
 
 
 def answer_outcome(verdict_value: Any, parsed_ok: bool, transcript: str, params: dict[str, Any]) -> Outcome:
@@ -143,6 +165,44 @@ def shush_window(turn_start: float, turn_end: float, next_start: float | None, s
     if mode == "turn+gap":
         return (turn_start, next_start if next_start is not None else max(scene_end, turn_end))
     raise ValueError(f"unknown shush.window {mode!r}; use 'turn' or 'turn+gap'")
+
+
+STRADDLE_READINGS = ("by-words", "any-overlap")
+
+
+def window_speech(speech: Sequence[Episode], start: float, end: float,
+                  word_mids: dict[Episode, list[float] | None], min_speech_s: float,
+                  params: dict[str, Any]) -> list[Episode]:
+    """The episodes that count as speech in the window [start, end) (shush.straddle).
+
+    `word_mids[ep]` are the midpoints of the episode's words on the recording's clock
+    (None: the ASR gave text without word times; []: it heard no words at all).
+    "by-words" (default): a window holds an episode's speech where it holds the episode's
+    words (claimed by midpoint, as transcripts are); an episode with no words at all
+    counts where at least min_speech_s of it (the VAD's own shortest speech) lies, and in
+    the window holding its midpoint (so a short one split by an edge is not lost). So an
+    "Mm-hmm" whose episode begins 50 ms before N2's window ends, with its word after the
+    edge, is heard - and judged - in the next window, not failed as unreadable in N2's:
+    the verdict does not depend on where an episode's first frames fall.
+    "any-overlap": any overlap is speech in the window; with no words claimed there the
+    window fails as unreadable speech (the rule before issue 24).
+    """
+    mode = params["shush"].get("straddle", STRADDLE_READINGS[0])
+    if mode not in STRADDLE_READINGS:
+        raise ValueError(f"unknown shush.straddle {mode!r}; use {' or '.join(map(repr, STRADDLE_READINGS))}")
+    if mode == "any-overlap":
+        return list(speech)
+    out = []
+    for ep in speech:
+        mids = word_mids.get(ep)
+        if mids is None:
+            out.append(ep)  # text without word times: the whole episode, wherever it overlaps
+        elif mids:
+            if any(start <= m < end for m in mids):
+                out.append(ep)
+        elif min(ep[1], end) - max(ep[0], start) >= min_speech_s or start <= (ep[0] + ep[1]) / 2 < end:
+            out.append(ep)  # no words: where min_speech_s of it lies, and where its middle lies
+    return out
 
 
 def shush_window_outcome(speech: Sequence[Episode], transcript: str | None, verdict_value: Any,

@@ -1,7 +1,9 @@
 """Duplex-MPE items of a job: one conversation per scene, rendered lazily; the job's plan of work units.
 
 The factory renders on demand so a resumed run spends no TTS on finished items (and a
-worker renders only the scenes of the units it plays).
+worker renders only the scenes of the units it plays). `scenes.json` in the job folder
+lists every planned conversation with its turns (as MTR's rounds.json lists rounds), so
+scoring counts a planned item whose folder is gone as missing, never as absent.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from duplexeval.benchmarks.mpe.scenes.loader import load_scenes
 from duplexeval.benchmarks.mpe.scenes.render import render_turns
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from duplexeval.executors.base import JobPlan
+from duplexeval.benchmarks.mpe.plan_file import write_plan_file
 from duplexeval.runner.fork import Group
 from duplexeval.runner.stimulus import Stimulus
 from duplexeval.runs.job_files import write_job_files
 from duplexeval.specs import repo_root
+
 
 
 def load_bench_scenes(bench: dict[str, Any], limit: int | None = None) -> list:
@@ -48,6 +52,7 @@ class MpePlan(JobPlan):
 
     def write_job_files(self) -> None:
         write_job_files(self.bench_dir, self.job)
+        write_plan_file(self.bench_dir, self.job.bench, load_bench_scenes(self.job.bench, self.limit))
 
     def summary(self) -> str:
         return f"  {len(self.groups())} conversations"
@@ -57,3 +62,4 @@ class MpePlan(JobPlan):
 
         return score_bench_dir(self.bench_dir, self.job.bench, judges_from_spec(self.job.bench, self.cache_mode),
                                progress=progress)
+

@@ -24,6 +24,7 @@ from duplexeval.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha
 from duplexeval.runner.integrity import input_hashes, item_status
 from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
 from duplexeval.benchmarks.mpe import metrics as mpe
+from duplexeval.benchmarks.mpe.plan_file import read_plan_file
 from duplexeval.scoring.model_caveat import with_caveat
 from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, score_item
 from duplexeval.stats import wilson_interval
@@ -45,21 +46,35 @@ def aggregate(records: list[dict[str, Any]], bench_spec: dict[str, Any], calls: 
     answers = by("answer")
     shush = by("shush")
     stops = by("stop")
-    # An errored N4 event cannot be shown to be excluded: it is an eligible failure.
-    eligible = [r for r in stops if r["eligibility"] in ("eligible", ERROR)]
+    # An errored N4 event is neither eligible nor excluded: nobody knows, so it stays out
+    # of Stop's denominator (issue 24: 1 eligible + 29 errored must not report 1/30) and is
+    # counted apart; results.json is then incomplete.
+    eligible = [r for r in stops if r["eligibility"] == "eligible"]
+    errored_n4 = sum(1 for r in stops if r["eligibility"] == ERROR)
     yielded = sum(1 for r in eligible if r["passed"])
+    stop_outcomes = Counter(r["outcome"] for r in stops)
     metrics = {
         "start": {**mpe.rate(fresh, len(start)), "outcomes": {k: counts[k] for k in START_OUTCOMES}},
         "presence": mpe.rate(fresh + already, len(start)),
-        "answer": {**mpe.rate(sum(1 for r in answers if r["passed"]), fresh + already + errored_t),
+        # Answer's denominator is presence (§3.5): an errored T is not known to have speech,
+        # so it is counted apart, like an errored N4 event.
+        "answer": {**mpe.rate(sum(1 for r in answers if r["passed"]), fresh + already),
+                   "errored": errored_t,
                    "outcomes": dict(sorted(Counter(r["outcome"] for r in answers).items()))},
         "shush": {**mpe.rate(sum(1 for r in shush if r["passed"]), len(shush)),
                   "outcomes": dict(sorted(Counter(r["outcome"] for r in shush).items())),
                   # Always shown (issue 13, item 4): windows failed only by a Start-passing
                   # reply to T that spilled into them (what shush.attribute_t_response forgives).
-                  "failed_by_t_reply": sum(1 for r in shush if r.get("t_reply_speech") and not r["passed"])},
+                  "failed_by_t_reply": sum(1 for r in shush if r.get("t_reply_speech") and not r["passed"]),
+                  # Table 10: windows whose speech reached the backchannel judge.
+                  "judged": sum(1 for r in shush if "verdict" in r)},
         "stop": {**mpe.stop_result(yielded, len(eligible), len(stops), params),
-                 "outcomes": dict(sorted(Counter(r["outcome"] for r in stops).items()))},
+                 # Over every N4 event whose eligibility is known (an errored one is neither way).
+                 "yield_rate_all_n4": mpe.rate(yielded, len(stops) - errored_n4),
+                 "errored": errored_n4,
+                 # Table 14: quiet during N4Q and first speaking in the gap (eligible or finished early).
+                 "spoke_after_question": len(eligible) + stop_outcomes["excluded_finished_early"],
+                 "outcomes": dict(sorted(stop_outcomes.items()))},
     }
     if len(answers) != fresh + already + errored_t:
         raise AssertionError(f"{len(answers)} Answer records for {fresh + already} T turns with speech "
@@ -93,9 +108,20 @@ def aggregate(records: list[dict[str, Any]], bench_spec: dict[str, Any], calls: 
 
 
 def item_statuses(bench_dir: Path) -> list[tuple[Path, str]]:
-    """Every item folder in name order with its verified status: ok | error | unfinished | unknown."""
+    """Every item in name order with its verified status: ok | error | unfinished | unknown | missing.
+
+    The items are the folders under items/ and every conversation the job's plan
+    (scenes.json) lists: a planned item without a folder is `missing` (issue 24: deleting
+    item folders must not shrink a denominator)."""
+    items = bench_dir / "items"
+    folders = {p.name: p for p in items.iterdir() if p.is_dir()} if items.is_dir() else {}
+    planned = read_plan_file(bench_dir) or {}
     out = []
-    for d in sorted(p for p in (bench_dir / "items").iterdir() if p.is_dir()):
+    for name in sorted(set(folders) | set(planned)):
+        d = folders.get(name, items / name)
+        if name not in folders:
+            out.append((d, "missing"))
+            continue
         st = item_status(d)  # verified against its files: a damaged item is an error, never silence
         if st is None:
             out.append((d, "unfinished"))
@@ -137,11 +163,15 @@ def completeness(records: list[dict[str, Any]], items: dict[str, int]) -> dict[s
 def planned_turns(bench_spec: dict[str, Any], item_dir: Path) -> tuple[list[tuple[int, str, str]], str]:
     """(index, turn_id, label) of every turn the item's scene plans, and where they came from.
 
-    The scene file (the benchmark's data path) is the plan; without it, the turns the
-    item's events.jsonl reached (a lower bound, flagged in results.json).
+    The job's scenes.json is the plan; for a folder planned before it existed, the scene
+    file (the benchmark's data path); without either, the turns the item's events.jsonl
+    reached (a lower bound, flagged in results.json).
     """
     from duplexeval.benchmarks.mpe.scenes.model import conversation
 
+    planned = read_plan_file(item_dir.parent.parent) or {}
+    if item_dir.name in planned:
+        return list(planned[item_dir.name]), "plan"
     try:
         from duplexeval.benchmarks.mpe.plan import load_bench_scenes
 

@@ -28,10 +28,9 @@ from duplexeval.scoring.words import merge_word_pieces
 
 RECORD_VERSION = 1
 _ROUND = 4  # seconds to 0.1 ms: enough for audio frames, stable across platforms
-# Audio around an episode given to the ASR. Not a metric rule (windows still claim words
-# by their midpoint), but a causal VAD marks onsets late and Whisper misreads a clip cut
-# at the first phoneme ("Nine dollars" -> "$99"). The benchmark schema has no field for it
-# yet; score_item takes it as an argument so a spec field can feed it later.
+# The audio around an episode given to the ASR is the spec's metrics.asr_pad_s: a causal
+# VAD marks onsets late and Whisper misreads a clip cut at the first phoneme ("Nine
+# dollars" -> "$99"); windows still claim words by their midpoint.
 
 
 class DecidingJudge(Protocol):
@@ -83,6 +82,14 @@ class EpisodeTranscripts:
             self.calls.asr += 1
             self._done[ep] = (a / self.rate, self.transcriber(self.audio[a:b], self.rate, self.asr))
         return self._done[ep]
+
+    def word_mids(self, ep: mpe.Episode) -> list[float] | None:
+        """Midpoints of the episode's words on the recording's clock ([] none, None no word times)."""
+        offset, tr = self._transcript(ep)
+        words = merge_word_pieces(list(getattr(tr, "words", []) or []), getattr(tr, "text", ""))
+        if words:
+            return [offset + (w.start + w.end) / 2 for w in words if w.text.strip()]
+        return None if (tr.text or "").strip() else []
 
     def text_in(self, episodes: list[mpe.Episode], start: float, end: float) -> str:
         parts = []
@@ -141,7 +148,8 @@ def score_item(item_dir: str | Path, bench_spec: dict[str, Any], judges: dict[st
         if turn.label == "T":
             records += _score_t(timeline, turn, episodes, params, asr, judges, calls, common, t_reply)
         elif turn.label in params["shush"]["labels"]:
-            records.append(_score_shush(timeline, turn, episodes, params, asr, judges, calls, common, t_reply))
+            records.append(_score_shush(timeline, turn, episodes, params, asr, judges, calls, common, t_reply,
+                                        float(bench_spec["vad"]["min_speech_ms"]) / 1000))
         elif turn.label == "N4Q":
             records.append(_score_stop(timeline, turn, episodes, params, common))
     return records
@@ -172,7 +180,8 @@ def _score_t(timeline, turn, episodes, params, asr, judges, calls, common, t_rep
         return out  # silent T: no Answer unit (denominator = presence, §3.5)
     # Already speaking: only what was said after T ended is the reply to T.
     lo = turn.end if start.outcome == "already_speaking" else float("-inf")
-    reply, hi = mpe.response_span(response, timeline.next_start(turn.index), episodes, params)
+    later_starts = [t.start for t in timeline.turns[turn.index + 1:]]
+    reply, hi = mpe.response_span(response, later_starts, episodes, params)
     text = asr.text_in(reply, lo, hi)
     if start.passed:
         t_reply.update(reply)
@@ -192,15 +201,21 @@ def _score_t(timeline, turn, episodes, params, asr, judges, calls, common, t_rep
     return out
 
 
-def _score_shush(timeline: Timeline, turn, episodes, params, asr, judges, calls, common, t_reply) -> dict[str, Any]:
+def _score_shush(timeline: Timeline, turn, episodes, params, asr, judges, calls, common, t_reply,
+                 min_speech_s: float) -> dict[str, Any]:
     w0, w1 = mpe.shush_window(turn.start, turn.end, timeline.next_start(turn.index), timeline.end, params)
     speech = mpe.overlapping(episodes, w0, w1)
     # Speech that is all a Start-passing reply to T, spilled past the next turn's start.
     spill = bool(speech) and all(ep in t_reply for ep in speech)
     record = {**common, "metric": "shush", "window": [_r(w0), _r(w1)],
               "speech": [[_r(a), _r(b)] for a, b in speech], "t_reply_speech": spill}
-    if params["shush"].get("attribute_t_response", False):
+    if mpe.t_reply_attributed(params):
         speech = [ep for ep in speech if ep not in t_reply]
+    heard = speech
+    if speech:
+        speech = mpe.window_speech(speech, w0, w1, {ep: asr.word_mids(ep) for ep in speech},
+                                   min_speech_s, params)
+        record["counted_speech"] = [[_r(a), _r(b)] for a, b in speech]
     transcript = asr.text_in(speech, w0, w1) if speech else None
     value, parsed_ok = None, False
     if mpe.needs_judge(speech, transcript, params):
@@ -209,8 +224,11 @@ def _score_shush(timeline: Timeline, turn, episodes, params, asr, judges, calls,
         value, parsed_ok = verdict.value, verdict.parsed_ok
         record.update(_verdict_fields(verdict))
     outcome = mpe.shush_window_outcome(speech, transcript, value, parsed_ok, params)
+    reason = outcome.reason
+    if heard and not speech:
+        reason = "speech overlapping the window belongs to a neighbouring window (shush.straddle: by-words)"
     record.update({"transcript": transcript, "outcome": outcome.outcome, "passed": outcome.passed,
-                   "reason": outcome.reason})
+                   "reason": reason})
     return record
 
 

@@ -64,7 +64,8 @@ def build_scene_data(answer: Any, attributes: dict[str, str], scene_id: str, wri
 
 def check_plan(scene: Scene, plan: ScenePlan, index: int) -> Scene:
     """`scene` if it keeps its plan; else ValueError with every problem (turn-indexed)."""
-    problems = plan_problems(scene, turns=plan.turns, n4_pairs=plan.n4_pairs, placement=plan.placement_for(index))
+    turns, pairs = plan.ranges_for(index)
+    problems = plan_problems(scene, turns=turns, n4_pairs=pairs, placement=plan.placement_for(index))
     if problems:
         raise ValueError("; ".join(f"turns[{i}]: {m}" if i is not None else m for i, m in problems))
     return scene

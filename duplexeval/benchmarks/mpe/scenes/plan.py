@@ -8,13 +8,14 @@ words the prompt and checks the answer (a writer that ignores the prompt is reje
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from duplexeval.benchmarks.mpe.scenes.quota import SceneQuota, Totals, allocate
 from duplexeval.benchmarks.mpe.scenes.rules import PLACEMENTS
 
-# "alternate" is resolved per scene; the rules only ever see one of PLACEMENTS.
-SPEC_PLACEMENTS = PLACEMENTS + ("alternate",)
+# "alternate" and "totals" are resolved per scene; the rules only ever see one of PLACEMENTS.
+SPEC_PLACEMENTS = PLACEMENTS + ("alternate", "totals")
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class ScenePlan:
     turns: tuple[int, int]
     n4_pairs: tuple[int, int]
     n4_placement: str
+    quotas: tuple[SceneQuota, ...] = field(default=(), repr=False)  # n4_placement "totals": one per scene
 
     @staticmethod
     def from_spec(judge_data: dict[str, Any], where: str = "judge spec") -> "ScenePlan":
@@ -42,15 +44,40 @@ class ScenePlan:
         placement = block.get("n4_placement")
         if placement not in SPEC_PLACEMENTS:
             raise ValueError(f"{where}: scene_plan.n4_placement {placement!r}; use one of {', '.join(SPEC_PLACEMENTS)}")
-        return ScenePlan(ranges["turns"], ranges["n4_pairs"], placement)
+        totals = block.get("totals")
+        if (placement == "totals") != (totals is not None):
+            raise ValueError(f"{where}: scene_plan.n4_placement `totals` and a `totals` block go together")
+        quotas: tuple[SceneQuota, ...] = ()
+        if totals is not None:
+            quotas = tuple(allocate(Totals.from_block(totals, where), ranges["turns"], ranges["n4_pairs"], where))
+        return ScenePlan(ranges["turns"], ranges["n4_pairs"], placement, quotas)
+
+    def quota(self, index: int) -> SceneQuota:
+        """Scene `index`'s exact counts: from `totals`, else the plan's ranges."""
+        if self.n4_placement != "totals":
+            return SceneQuota(-1, -1, self.placement_for(index))
+        if not 0 <= index < len(self.quotas):
+            raise ValueError(f"scene {index}: scene_plan.totals plans {len(self.quotas)} scenes")
+        return self.quotas[index]
+
+    def ranges_for(self, index: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(turns, n4 pairs) ranges scene `index` is asked for and held to."""
+        if self.n4_placement != "totals":
+            return self.turns, self.n4_pairs
+        q = self.quota(index)
+        return (q.turns, q.turns), (q.n4_pairs, q.n4_pairs)
 
     def placement_for(self, index: int) -> str:
-        """This scene's side: `alternate` gives after-t to even, before-t to odd scene indices."""
+        """This scene's side: `alternate` gives after-t to even, before-t to odd scene indices;
+        `totals` the side its quota deals it (`both`: one pair each side of T)."""
         if self.n4_placement == "alternate":
             return "after-t" if index % 2 == 0 else "before-t"
+        if self.n4_placement == "totals":
+            return self.quota(index).placement
         return self.n4_placement
 
     def prompt_inputs(self, index: int) -> dict[str, Any]:
         """What the template words the request with (part of the cache key, via the prompt)."""
-        return {"turns_min": self.turns[0], "turns_max": self.turns[1], "n4_pairs_min": self.n4_pairs[0],
-                "n4_pairs_max": self.n4_pairs[1], "n4_placement": self.placement_for(index)}
+        turns, pairs = self.ranges_for(index)
+        return {"turns_min": turns[0], "turns_max": turns[1], "n4_pairs_min": pairs[0],
+                "n4_pairs_max": pairs[1], "n4_placement": self.placement_for(index)}

@@ -83,7 +83,7 @@ def rule_problems(scene: Scene) -> list[tuple[int | None, str]]:
     return problems
 
 
-PLACEMENTS = ("either", "before-t", "after-t")
+PLACEMENTS = ("either", "before-t", "after-t", "both")
 
 
 def n4_sides(scene: Scene) -> tuple[int, int]:
@@ -108,8 +108,9 @@ def plan_problems(scene: Scene, *, turns: tuple[int, int], n4_pairs: tuple[int, 
                   placement: str) -> list[tuple[int | None, str]]:
     """What a rule-valid generated scene breaks of its plan (counts inclusive at both ends).
 
-    `placement` is the scene's own side ("either", "before-t", "after-t"); the generator
-    resolves the spec's "alternate" per scene before calling this.
+    `placement` is the scene's own side ("either", "before-t", "after-t", "both": at least
+    one pair on each side); the generator resolves the spec's "alternate" and "totals" per
+    scene before calling this.
     """
     if placement not in PLACEMENTS:
         raise ValueError(f"unknown N4 placement {placement!r}; use one of {', '.join(PLACEMENTS)}")
@@ -120,6 +121,8 @@ def plan_problems(scene: Scene, *, turns: tuple[int, int], n4_pairs: tuple[int, 
     before, after = n4_sides(scene)
     if not n4_pairs[0] <= before + after <= n4_pairs[1]:
         problems.append((None, f"{before + after} N4Q/N4R pairs; the plan asks for {n4_pairs[0]} to {n4_pairs[1]}"))
+    if placement == "both" and not (before and after):
+        problems.append((None, f"N4 pairs {before} before and {after} after T; the plan puts one on each side"))
     wrong_side = {"before-t": "after", "after-t": "before"}.get(placement)
     for turn in scene.turns:
         if turn.label == "N4Q" and wrong_side and (turn.index > scene.t_index) == (wrong_side == "after"):

@@ -7,6 +7,11 @@ Rules, all read from the benchmark spec's `scheduler` block:
   `yield_silence_s`, but never longer than `max_wait_s` after the previous turn ended;
 - after an N4Q the N4R starts exactly `n4_gap_s` after the N4Q ends, whatever Aria does
   (the Stop metric needs a fixed gap, App. A4.1);
+- the turn after T follows the reading `after_t`: "turn-gap" treats it like any turn;
+  "hold-start-window" also holds it while T's Start window (`metrics.start.window_s`) is
+  open and Aria has not spoken since T ended, so a reply that starts after the 0.5 s gap
+  is not talked over by the next turn (docs/mpe.md gives the published counts that rule
+  out "turn-gap" with the literal Shush attribution);
 - after the last turn a tail keeps recording until every scoring window has closed
   (Stop's N4R end + `stop.tail_s`, Start's T end + `start.window_s`, the last gap) and
   Aria is silent (same yield / cap rule), so windows never run past the recording.
@@ -29,6 +34,7 @@ from duplexeval.benchmarks.mpe.scenes.render import RenderedConversation
 from duplexeval.runner.stimulus import Stimulus
 
 VAD_RATE = 16000  # Silero runs at 16 kHz (docs/architecture.md)
+AFTER_T_READINGS = ("turn-gap", "hold-start-window")
 
 
 class LiveVAD(Protocol):
@@ -68,6 +74,10 @@ class MPEScheduler(Stimulus):
         self.yield_silence_s = float(sched["yield_silence_s"])
         self.max_wait_s = float(sched["max_wait_s"])
         self.n4_gap_s = float(sched["n4_gap_s"])
+        self.after_t = sched.get("after_t", AFTER_T_READINGS[0])
+        if self.after_t not in AFTER_T_READINGS:
+            raise ValueError(f"unknown scheduler.after_t {self.after_t!r}; use "
+                             f"{' or '.join(map(repr, AFTER_T_READINGS))}")
         self.stop_tail_s = float(metrics["stop"]["tail_s"])
         self.start_window_s = float(metrics["start"]["window_s"])
         self.rendered = rendered
@@ -94,13 +104,14 @@ class MPEScheduler(Stimulus):
         self._fixed = True  # N4R after N4Q (and the preamble at 0): start at _earliest exactly
         self._last_end: int | None = None
         self._t_end: int | None = None
+        self._hold_until: int | None = None  # hold-start-window: the turn after T waits until here
         self._done_frame: int | None = None
         self._events = [{
             "type": "scene", "frame": 0, "t": 0.0, "scene_id": self.rendered.scene_id,
             "condition": self.rendered.condition, "content_sha256": self.rendered.content_sha256,
             "rate": rate, "frame_samples": frame_samples, "n_turns": len(self.rendered.turns),
             "scheduler": {"turn_gap_s": self.turn_gap_s, "yield_silence_s": self.yield_silence_s,
-                          "max_wait_s": self.max_wait_s, "n4_gap_s": self.n4_gap_s},
+                          "max_wait_s": self.max_wait_s, "n4_gap_s": self.n4_gap_s, "after_t": self.after_t},
         }]
         self._labels = []
 
@@ -175,16 +186,26 @@ class MPEScheduler(Stimulus):
             return False
         return not self._model_spoke or self._vad.silence_s >= self.yield_silence_s
 
+    def _spoke_since(self, t_s: float) -> bool:
+        """Whether Aria has spoken (or is speaking) after time t_s, as the causal VAD knows it."""
+        assert self._vad is not None
+        return self._vad.speaking or self._vad.silence_s < self._vad.time_s - t_s - 1e-9
+
     def _next_start(self, cursor: int, frame_end: int) -> int | None:
         """Where the next clip starts within [cursor, frame_end), or None (not in this frame)."""
-        if self._fixed or self._model_yielded():
+        if self._fixed:
             start = max(self._earliest, cursor)
+        elif self._model_yielded():
+            start = max(self._earliest, cursor)
+            if self._hold_until is not None and not self._spoke_since(self._t_end / self.rate):
+                start = max(start, self._hold_until)  # T's Start window is still open, no reply yet
         else:
             start = max(self._cap, cursor)
         return start if start < frame_end else None
 
     def _start_clip(self, idx: int, start: int) -> None:
         self._playing = (idx, start)
+        self._hold_until = None
         self._next_clip = idx + 1
         turn = self._turns[idx]
         waited = (start - self._earliest) / self.rate
@@ -210,6 +231,8 @@ class MPEScheduler(Stimulus):
         self._fixed = turn is not None and turn.label == "N4Q"
         self._earliest = end + self._samples(gap)
         self._cap = end + self._samples(max(gap, self.max_wait_s))
+        if turn is not None and turn.label == "T" and self.after_t == "hold-start-window":
+            self._hold_until = min(end + self._samples(self.start_window_s), self._cap)
 
     def _tail_over(self, at: int) -> bool:
         """Recording may stop: every window closed and the model yielded (or the cap hit)."""
