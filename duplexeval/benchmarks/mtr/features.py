@@ -122,7 +122,10 @@ def feature_outcome(rnd: Round, words: Sequence[Any], window_end: float, p: dict
     authors_pause = feature == "pause" and p.get("pause_rule", "silent-then-respond") == "authors"
     authors_ipu = feature in ("background", "backchannel") and p.get("background_rule", "continuous-from-start") == "authors-ipu"
     if ev is not None and single and (authors_pause or (authors_ipu and feature == "background")):
-        return {**base, **_authors_single(feature, ev, segs, p, speaks_in)}
+        out = _authors_single(feature, ev, segs, p, speaks_in)
+        if not out["passed"] and feature == "background" and not responded:
+            out["outcome"] = "no_response"  # the same 0 as theirs, named for what happened
+        return {**base, **out}
     total, count = amount(anchor, window_end)
     if not responded:
         return {**base, "outcome": "no_response", "passed": False,
