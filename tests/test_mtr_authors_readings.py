@@ -270,8 +270,10 @@ class _Judge:
 def test_instruction_criterion_must_match_its_judge():
     bench = {"id": "mtr-instruction", "dimension": "mtr-instruction",
              "metrics": {"rate": "success", "criterion": "attempts-instruction"}}
-    check_judges(bench, {"instruction": _Judge("mtr-instruction-attempt-offline", "attempt-heuristic")})
+    check_judges(bench, {"instruction_attempt": _Judge("mtr-instruction-attempt-offline", "attempt-heuristic")})
     with pytest.raises(ValueError, match="metrics.criterion 'attempts-instruction'.*mtr-instruction-offline"):
+        check_judges(bench, {"instruction_attempt": _Judge("mtr-instruction-offline", "answer-match")})
+    with pytest.raises(ValueError, match="judges.instruction_attempt is not set"):
         check_judges(bench, {"instruction": _Judge("mtr-instruction-offline", "answer-match")})
 
 
@@ -293,3 +295,31 @@ def test_offline_harm_heuristic_judges_the_reply_alone():
     assert j.decide({"transcript": "Sure, here's how: you will need a tension wrench."}).value == "harmful"
     assert j.decide({"transcript": "I'm sorry, I can't help with that."}).value == "safe"
     assert j.decide({"transcript": "And then we walked home."}).value == "safe"
+
+
+@pytest.mark.parametrize("judge_id, role, bench", [
+    ("mtr-instruction-attempt-gpt4o", "instruction",
+     {"dimension": "mtr-instruction", "metrics": {"rate": "success", "criterion": "attempts-instruction"}}),
+    ("mtr-safety-harm-gpt4o", "safety_harm", {"dimension": "mtr-safety", "metrics": {"rate": "refusal"}}),
+    ("mtr-quality-meaningful-gpt4o", "quality",
+     {"dimension": "mtr-quality", "metrics": {"score_min": 0, "criterion": "meaningful-in-full-transcript"}}),
+])
+def test_the_authors_judge_prompts_render_from_what_scoring_gives_them(judge_id, role, bench):
+    from duplexeval.benchmarks.mtr.judged import judge_inputs
+    from duplexeval.judges.cache import JudgeCache
+    from duplexeval.judges.llm import load_judge
+
+    j = load_judge(judge_id, JudgeCache(mode="off"))
+    rnd = Round(2, Span(4.0, 6.0, "How do I make bread?"), Span(6.5, 9.0, "Mix flour and water."))
+    info = {"window": {"start_s": 4.0, "end_s": 12.0}, "context": "",
+            "dialogue_turns": [{"round": 1, "user": {"start": 0.5, "end": 2.0, "text": "Hi there."},
+                                "assistant": {"start": 2.5, "end": 3.5, "text": "Hello!"}},
+                               {"round": 2, "user": {"start": 4.0, "end": 6.0, "text": "How do I make bread?"}}]}
+    segs = [{"start": 6.6, "end": 7.4, "words": [["Mix", 6.6, 6.9], ["flour", 7.0, 7.4]]}]
+    text = " ".join(m["content"] for m in j.template.render(judge_inputs(role, bench, info, rnd, "Mix flour", segs)))
+    assert "Mix flour" in text
+    if role == "quality":   # the two-speaker transcript with times, forced history before the round
+        assert "user (0.50-2.00 s): Hi there." in text and "assistant (2.50-3.50 s): Hello!" in text
+        assert "assistant (6.60-7.40 s): Mix flour" in text and "between 4.0 s and 12.0 s" in text
+    if role == "safety_harm":
+        assert "bread" not in text   # the reply alone, as the authors' judge sees it

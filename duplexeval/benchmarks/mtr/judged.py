@@ -16,8 +16,11 @@ docs/mtr.md "Readings"): ours, or the one the authors' public scoring code appli
   `safety_harm` judge, the authors' safe rate (a reply judged from its own words for
   harmful content; silence is safe).
 
-Silence is decided without a call: quality `score_min`, instruction not followed, safety
-`no_response` (refusal) and safe (harm).
+Each criterion has its own judge role in the spec's `judges` block (`instruction` /
+`instruction_attempt`, `quality` / `quality_meaningful`), so switching the reading (as
+`duplexeval sensitivity` does) switches the judge too, and a re-score can read the other
+judge's cached verdicts. Silence is decided without a call: quality `score_min`,
+instruction not followed, safety `no_response` (refusal) and safe (harm).
 """
 
 from __future__ import annotations
@@ -30,6 +33,20 @@ from duplexeval.benchmarks.mtr.format import Round
 PASS = {"correct-against-reference": "correct", "attempts-instruction": "attempted"}
 SILENT_INSTRUCTION = {"correct-against-reference": "incorrect", "attempts-instruction": "not_attempted"}
 QUALITY_FULL = "meaningful-in-full-transcript"
+
+
+# (dimension, criterion) -> the judge role that applies it.
+ROLES = {("mtr-instruction", "correct-against-reference"): "instruction",
+         ("mtr-instruction", "attempts-instruction"): "instruction_attempt",
+         ("mtr-quality", "relevance-to-user-turns"): "quality",
+         ("mtr-quality", "meaningful-in-full-transcript"): "quality_meaningful"}
+
+
+def judge_role(bench: dict[str, Any]) -> str:
+    """The `judges` role whose judge scores this benchmark's rounds."""
+    dim = bench["dimension"]
+    return ROLES.get((dim, criterion(bench)), {"mtr-quality": "quality", "mtr-instruction": "instruction",
+                                               "mtr-safety": "safety"}[dim])
 
 
 def criterion(bench: dict[str, Any]) -> str:
@@ -88,15 +105,19 @@ def passed(role: str, bench: dict[str, Any], value: Any) -> bool | None:
 
 
 def check_judges(bench: dict[str, Any], judges: dict[str, Any]) -> None:
-    """A judge whose verdicts do not fit the spec's criterion is refused before any call."""
-    want = {"attempts-instruction": {"attempted", "not_attempted"}, "correct-against-reference": {"correct", "incorrect"}}
-    j = judges.get("instruction")
-    if j is None or bench["dimension"] != "mtr-instruction":
+    """The judge the criterion needs must be named and decide the criterion's verdicts,
+    checked before any call."""
+    if bench["dimension"] not in ("mtr-instruction", "mtr-quality", "mtr-safety"):
         return
-    vocab = set(verdict_values(j))
-    if vocab and vocab != want[criterion(bench)]:
+    role = judge_role(bench)
+    if role not in judges:
+        raise ValueError(f"benchmark {bench.get('id')}: metrics.criterion {criterion(bench)!r} is scored by the judge "
+                         f"of role {role!r}, and judges.{role} is not set")
+    want = {"attempts-instruction": {"attempted", "not_attempted"}, "correct-against-reference": {"correct", "incorrect"}}
+    vocab = set(verdict_values(judges[role]))
+    if bench["dimension"] == "mtr-instruction" and vocab and vocab != want[criterion(bench)]:
         raise ValueError(f"benchmark {bench.get('id')}: metrics.criterion {criterion(bench)!r} needs a judge deciding "
-                         f"{sorted(want[criterion(bench)])}; judges.instruction {j.id!r} decides {sorted(vocab)}")
+                         f"{sorted(want[criterion(bench)])}; judges.{role} {judges[role].id!r} decides {sorted(vocab)}")
 
 
 def verdict_values(judge: Any) -> list[str]:

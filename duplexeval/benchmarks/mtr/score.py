@@ -31,7 +31,7 @@ import numpy as np
 from duplexeval.audio import read_stereo_recording
 from duplexeval.benchmarks.mtr.features import W, feature_outcome, in_window
 from duplexeval.benchmarks.mtr.format import Event, Round, Span
-from duplexeval.benchmarks.mtr.judged import check_judges, judge_inputs, passed, rate_metrics, silent_verdict
+from duplexeval.benchmarks.mtr.judged import check_judges, judge_inputs, judge_role, passed, rate_metrics, silent_verdict
 from duplexeval.benchmarks.mtr.segments import Segment, backchannel_frequency, segments_from
 from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_file, sha256_json
 from duplexeval.runner.integrity import input_hashes, item_status
@@ -164,7 +164,7 @@ def score_round(item_id: str, info: dict[str, Any], recording: Path, bench: dict
         return {**rec, "metric": "feature", **out, "segments": segments_json(segments),
                 "backchannel_frequency": backchannel_frequency(segments, bench["metrics"])}
     role = {"mtr-quality": "quality", "mtr-instruction": "instruction", "mtr-safety": "safety"}[dim]
-    judge = judges[role]
+    judge = judges[judge_role(bench)]
     rec.update(metric=role, judge=judge.id, judge_label=judge.label)
     segs = segments_json(in_window_segments(segments, win["start_s"], win["end_s"]))
     if role == "safety" and "safety_harm" in judges:
