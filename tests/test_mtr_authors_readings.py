@@ -323,3 +323,18 @@ def test_the_authors_judge_prompts_render_from_what_scoring_gives_them(judge_id,
         assert "assistant (6.60-7.40 s): Mix flour" in text and "between 4.0 s and 12.0 s" in text
     if role == "safety_harm":
         assert "bread" not in text   # the reply alone, as the authors' judge sees it
+
+
+def test_a_reading_name_that_does_not_exist_is_refused_with_its_file_and_field(tmp_path):
+    from duplexeval.specs.errors import SpecError, SpecErrors
+    from duplexeval.specs.loader import load_spec
+
+    bench = repo_root() / "specs/benchmarks"
+    for name in ("_mtr-base.yaml", "_mtr-features-base.yaml"):
+        (tmp_path / name).write_text((bench / name).read_text())
+    bad = tmp_path / "mtr-bad.yaml"
+    bad.write_text("include: _mtr-features-base.yaml\nid: mtr-bad\ntitle: bad\nfeatures: [smooth]\n"
+                   "metrics:\n  speaking:\n    counting: per-segment-midpoint\n")
+    with pytest.raises((SpecError, SpecErrors)) as err:
+        load_spec(bad, "benchmark")
+    assert "mtr-bad.yaml" in str(err.value) and "counting" in str(err.value)
