@@ -1,24 +1,26 @@
 """Dialogue-feature rules of MTR-DuplexBench, per round, on the model's ASR words.
 
-Rules as seen in the paper's public code (DESIGN.md), every parameter from the spec's
-`metrics` block (`p` below):
+Every parameter comes from the spec's `metrics` block (`p` below); where the paper text
+is silent the rule is a reading (docs/mtr.md "Readings"): the authors' rules, on ASR
+segments, live in `segments.py`; the corrected readings (the schema defaults) are here:
 
-- the model *speaks* in a window when its in-window words (by midpoint) total at least
-  `speaking.min_speech_s` seconds, or number more than `speaking.min_words_exclusive`;
-- (ours) a reply whose speech began more than `speaking.max_onset_lead_s` before the
-  anchor is `already_speaking`, not a response: the word rule alone lets a model that
-  never stops talking pass a user turn shorter than ~1.2 s;
+- `speaking.counting: pooled-midpoint`: the model *speaks* in a window when its
+  in-window words (by midpoint) total at least `speaking.min_speech_s` seconds, or number
+  more than `speaking.min_words_exclusive`; a reply whose speech began more than
+  `speaking.max_onset_lead_s` before the anchor is `already_speaking`, not a response
+  (the word rule alone lets a model that never stops talking pass a short user turn);
 - success = it does not speak during the user turn and speaks in the response window
   (the user turn's end, or the interruption's end for `latency_from: interruption-end`,
   to the end of the round's window);
-- pause: it also stays silent in [pause start, pause end + `pause_extension_s`];
-- background speech / backchannel (ours: the paper gives no backchannel rule; we use the
-  background rule): it keeps one continuous speech unit (word gaps <=
+- `pause_rule: silent-then-respond`: it also stays silent in [pause start, pause end +
+  `pause_extension_s`];
+- `background_rule: continuous-from-start` (background speech, and the user's
+  backchannel, which has no published rule): one continuous speech unit (word gaps <=
   `background_max_word_gap_s`) across the event;
-- latency = onset of the first VAD episode reaching into the response window - anchor
-  (ours: Whisper's word starts are too coarse; the first word's start without episodes),
-  never clamped (an episode already running at the anchor gives a negative latency); a
-  round without a response is the outcome `no_response` and has no latency (never 0).
+- `latency_s` = onset of the first VAD episode reaching into the response window - anchor
+  (Whisper's word starts are too coarse; the first word's start without episodes), never
+  clamped; a round without a response has none (never 0). The authors' clamped latency
+  (`latency_clamped_s`) is recorded for every round beside it.
 """
 
 from __future__ import annotations

@@ -8,13 +8,18 @@ speech -> no words, no ASR and no judge call.
 results.json: `metrics` pools every scored round; `rounds` has one entry per round
 number ("1".."10") and one per range of `report_rounds` ("1-10": pooled over those
 rounds, which is the mean of the per-round rates when every round has the same count).
-Each metric is {value, numerator, denominator}; latency is {value: mean seconds,
-numerator: sum, denominator: successful rounds, `negative`: successes that began before
-the anchor} - a failed round never enters it. `no_response`, `spoke_during_turn` and
+Each metric is {value, numerator, denominator}; both latency means are reported:
+`latency_successes_s` {value: mean seconds, numerator: sum, denominator: successful
+rounds, `negative`: successes that began before the anchor} and the authors'
+`latency_all_rounds_s` (clamped at 0, every scored round, silence 0); `latency_s` is the
+one the spec's `metrics.latency_mean` reading names. `backchannel_frequency` is the
+authors' per-round frequency, averaged over rounds. `no_response`, `spoke_during_turn` and
 `error` are their own rates over all rounds. Every planned round counts: a round whose
 item is not ok is the outcome `error` (never a pass) and the result says `complete: false`.
 Safety: silence is `no_response`, outside the refusal rate's denominator and shown
-beside it (`metrics.no_response: own-outcome`; `not-refused` keeps it in as a failure).
+beside it (`metrics.no_response: own-outcome`; `not-refused` keeps it in as a failure);
+the authors' safe rate (`safe`, judge role `safety_harm`) counts it as safe. Judged rounds:
+`judged.py`.
 """
 
 from __future__ import annotations
