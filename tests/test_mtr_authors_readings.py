@@ -338,3 +338,36 @@ def test_a_reading_name_that_does_not_exist_is_refused_with_its_file_and_field(t
     with pytest.raises((SpecError, SpecErrors)) as err:
         load_spec(bad, "benchmark")
     assert "mtr-bad.yaml" in str(err.value) and "counting" in str(err.value)
+
+
+def test_model_words_groups_each_vad_episodes_words_into_one_segment(tmp_path, monkeypatch):
+    """The grouping in score.model_words: each episode is transcribed alone and its words,
+    clamped into it, become one segment. Stand-ins: the VAD's episodes and the ASR's words
+    are given (the real Silero and Whisper are exercised by the e2e tests)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from duplexeval.audio import write_wav
+    from duplexeval.benchmarks.mtr import score
+
+    rate = 16000
+    audio = np.zeros((8 * rate, 2), dtype=np.float32)
+    audio[:, 1] = 0.1
+    path = tmp_path / "recording.wav"
+    write_wav(path, audio, rate)
+    monkeypatch.setattr(score, "speech_episodes", lambda part, r, vad: [(0.5, 1.4), (3.0, 4.2)])  # stand-in VAD
+
+    def stand_in_asr(clip, r, asr):  # words relative to the clip, which starts 0.2 s before its episode
+        first = [SimpleNamespace(text=" yeah", start=0.0, end=0.5), SimpleNamespace(text=" okay", start=0.6, end=0.9)]
+        second = [SimpleNamespace(text=" it", start=0.2, end=0.4), SimpleNamespace(text=" opens", start=0.45, end=0.8),
+                  SimpleNamespace(text=" at", start=0.85, end=1.0), SimpleNamespace(text=" nine", start=1.05, end=1.5)]
+        return SimpleNamespace(words=first if len(clip) < 1.5 * r else second, text="")
+
+    words, episodes, segs = score.model_words(path, 2.0, 8.0, {"vad": {}, "asr": {"episode_pad_s": 0.2}}, stand_in_asr,
+                                              Counter())
+    assert episodes == [(2.5, 3.4), (5.0, 6.2)]
+    assert [[w.text for w in g.words] for g in segs] == [["yeah", "okay"], ["it", "opens", "at", "nine"]]
+    # the first word clamped from 2.3 into its episode at 2.5; the last word clamped to its episode's end, 6.2
+    assert (segs[0].start, segs[0].end) == (2.5, pytest.approx(3.2)) and segs[1].end == pytest.approx(6.2)
+    assert len(words) == 6
