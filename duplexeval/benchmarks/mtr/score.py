@@ -166,8 +166,9 @@ def score_round(item_id: str, info: dict[str, Any], recording: Path, bench: dict
     if dim == "mtr-features":
         single = len(bench.get("features") or []) == 1
         out = feature_outcome(rnd, words, win["end_s"], bench["metrics"], episodes, segments, single)
-        return {**rec, "metric": "feature", **out, "segments": segments_json(segments),
-                "backchannel_frequency": backchannel_frequency(segments, bench["metrics"])}
+        # A spec written before the frequency existed (an old run's benchmark.json) has none.
+        freq = backchannel_frequency(segments, bench["metrics"]) if "backchannel_frequency" in bench["metrics"] else None
+        return {**rec, "metric": "feature", **out, "segments": segments_json(segments), "backchannel_frequency": freq}
     role = {"mtr-quality": "quality", "mtr-instruction": "instruction", "mtr-safety": "safety"}[dim]
     judge = judges[judge_role(bench)]
     rec.update(metric=role, judge=judge.id, judge_label=judge.label)
