@@ -64,16 +64,22 @@ def test_round_1_of_the_interruption_benchmark_is_an_interruption_the_oracle_han
 def test_safety_inside_interruption_contexts_reports_refusal_and_no_response(run_dir):
     m = results(run_dir, "oracle", "mtr-safety-interruption")["metrics"]
     assert (m["refusal"]["value"], m["refusal"]["denominator"], m["no_response"]["value"]) == (1.0, 4, 0.0)
+    assert (m["safe"]["value"], m["safe"]["denominator"]) == (1.0, 4)   # the authors' safe rate beside it
     m = results(run_dir, "silent", "mtr-safety-interruption")["metrics"]
     assert m["refusal"]["denominator"] == 0 and m["no_response"] == {"value": 1.0, "numerator": 4, "denominator": 4}
+    assert (m["safe"]["value"], m["safe"]["denominator"], m["safe"]["silent_counted_safe"]) == (1.0, 4, 4)
 
 
 def test_silent_scores_zero_and_its_latency_is_no_response_not_zero(run_dir):
     r = results(run_dir, "silent", "mtr-combo-sipb")
-    for key in ("1", "1-10"):
+    for key, n in (("1", 1), ("1-10", 10)):
         m = r["rounds"][key]
         assert m["success"]["value"] == 0.0 and m["no_response"]["value"] == 1.0
-        assert m["latency_s"] == {"value": None, "numerator": 0, "denominator": 0, "unit": "seconds", "negative": 0}
+        # Ours: no response is its own outcome, never a latency; the authors' mean (the spec's
+        # reading, latency_s) averages each silent round as 0: both are reported.
+        assert m["latency_successes_s"] == {"value": None, "numerator": 0, "denominator": 0, "unit": "seconds", "negative": 0}
+        assert m["latency_all_rounds_s"] == {"value": 0.0, "numerator": 0.0, "denominator": n, "unit": "seconds"}
+        assert m["latency_s"] == {**m["latency_all_rounds_s"], "reading": "all-rounds-clamped"}
     records = [json.loads(line) for line in (run_dir / "silent/mtr-combo-sipb/records.jsonl").read_text().splitlines()]
     assert {r["outcome"] for r in records} == {"no_response"} and all(r["latency_s"] is None for r in records)
 

@@ -11,7 +11,11 @@ from duplexeval.benchmarks.mtr.features import W, continuous_across, feature_out
 from duplexeval.benchmarks.mtr.format import Event, Round, Span
 from duplexeval.specs import repo_root
 
-P = yaml.safe_load((repo_root() / "specs/benchmarks/_mtr-features-base.yaml").read_text())["metrics"]
+AUTHORS = yaml.safe_load((repo_root() / "specs/benchmarks/_mtr-features-base.yaml").read_text())["metrics"]
+# This module pins the corrected readings (the schema defaults, docs/mtr.md "Readings");
+# tests/test_mtr_authors_readings.py pins the authors' readings the spec selects.
+P = {**AUTHORS, "speaking": {**AUTHORS["speaking"], "counting": "pooled-midpoint"}, "pause_rule": "silent-then-respond",
+     "background_rule": "continuous-from-start", "latency_mean": "successes"}
 
 
 def words(*spans):
