@@ -105,3 +105,37 @@ def test_report_is_written_with_every_metric_and_its_denominator(runs):
     html = Path(written["html"]).read_text()
     assert "offline heuristic judge" in html and "oracle" in html
     assert "\\begin{tabular}" in Path(written["latex"]).read_text() or "\\toprule" in Path(written["latex"]).read_text()
+
+
+def _tree_digest(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name not in ("sensitivity.json", "report.html", "report.tex")}
+
+
+def test_sensitivity_rescores_every_reading_without_touching_the_run(runs):
+    """Every alternative of every MPE reading is re-scored from the run's recordings; the run's own
+    files stay byte-identical; the baseline re-score equals the recorded results; the report shows it."""
+    from duplexeval.runs.sensitivity import Switch, check_switches, sensitivity, switch_summary
+    from duplexeval.specs.readings import benchmark_readings
+
+    run = runs["babble"]
+    before = _tree_digest(run)
+    out = sensitivity(run)
+    assert _tree_digest(run) == before
+    spec = json.loads((run / "babbler" / "mpe-explicit" / "benchmark.json").read_text())
+    expected = {(f, str(v)) for f, e in benchmark_readings(spec).items() if e["rescore"]
+                for v in e["values"] if v != e["value"]}
+    assert expected, "the MPE spec marks no reading"
+    got = {(s["reading"], str(s["alternative"])) for s in switch_summary(out["rows"]) if s["benchmark"] == "mpe-explicit"}
+    assert got == expected
+    recorded = metrics(run, "babbler", "mpe-explicit")
+    start = next(r for r in out["rows"] if r["benchmark"] == "mpe-explicit" and r["metric"] == "start")
+    assert (start["value"], start["numerator"], start["denominator"]) == (
+        recorded["start"]["value"], recorded["start"]["numerator"], recorded["start"]["denominator"])
+    with pytest.raises(ValueError, match="no reading of this run"):
+        check_switches([Switch.parse("metrics.nonsense=1")], [spec])
+    field = sorted(expected)[0][0]
+    with pytest.raises(ValueError, match="not a named value"):
+        check_switches([Switch(field, "no-such-reading")], [spec])
+    html = Path(write_report(run, formats=["html"], with_arithmetic=False)["html"]).read_text()
+    assert 'id="sensitivity"' in html and field in html
