@@ -103,3 +103,54 @@ def test_the_report_names_the_readings_of_the_manifest_escaped(tmp_path):
     tex = written["latex"].read_text()
     assert "Readings" in tex and r"\input{/etc/passwd}" not in tex
     assert r"metrics.answer.response\_end" in tex
+
+
+def _suite_file(tmp_path, readings_yaml: str):
+    path = tmp_path / "suites" / "my-suite.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("kind: suite\nid: my-suite\ndescription: readings test\nclock: lockstep\ncache_mode: readwrite\nseed: 0\nruns:\n"
+                    "  - models: [silent]\n    benchmarks: [mpe-explicit, mtr-instruction, mtr-quality]\n"
+                    "overrides:\n  readings:\n" + readings_yaml)
+    return path
+
+
+def test_a_suite_selects_readings_per_benchmark_and_the_manifest_names_them(tmp_path):
+    """A suite's overrides.readings reach each job's benchmark where they are its readings; a list
+    gives one field different names per dimension."""
+    from duplexeval.runs.plan import plan_suite
+    from duplexeval.specs import Registry
+
+    path = _suite_file(tmp_path, "    metrics.answer.response_end: episode\n"
+                                 "    metrics.criterion: [correct-against-reference, relevance-to-user-turns]\n")
+    registry = Registry.load(extra_files=[path])
+    jobs = {j.benchmark.id: j for j in plan_suite(registry, "my-suite")}
+    assert jobs["mpe-explicit"].bench["metrics"]["answer"]["response_end"] == "episode"
+    assert "criterion" not in jobs["mpe-explicit"].bench["metrics"]
+    assert jobs["mtr-instruction"].bench["metrics"]["criterion"] == "correct-against-reference"
+    assert jobs["mtr-quality"].bench["metrics"]["criterion"] == "relevance-to-user-turns"
+    assert "response_end" not in jobs["mtr-quality"].bench["metrics"].get("answer", {})
+    from duplexeval.specs.readings import reading_values
+
+    assert reading_values(jobs["mtr-quality"].bench)["metrics.criterion"] == "relevance-to-user-turns"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("    metrics.answer.response_ends: episode\n", "is no reading of this suite's benchmarks"),
+    ("    metrics.answer.response_end: whole\n", "'whole' is not a named value"),
+    ("    metrics.criterion: [attempts-instruction, nonsense]\n", "'nonsense' is not a named value"),
+])
+def test_validate_refuses_a_reading_that_does_not_exist(tmp_path, line, message):
+    from duplexeval.specs import Registry, SpecErrors
+
+    path = _suite_file(tmp_path, line)
+    with pytest.raises(SpecErrors) as caught:
+        Registry.load(extra_files=[path])
+    text = str(caught.value)
+    assert message in text and "my-suite.yaml" in text and "overrides.readings." in text
+
+
+def test_the_paper_suites_name_their_readings():
+    registry = default_registry()
+    for suite_id in ("paper-mpe", "paper-mtr"):
+        chosen = registry.get("suite", suite_id).data["overrides"]["readings"]
+        assert len(chosen) >= 4, suite_id

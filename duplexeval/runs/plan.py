@@ -13,6 +13,7 @@ from typing import Any
 
 from duplexeval.io import sha256_json
 from duplexeval.specs import Registry, Spec, UnknownSpecError
+from duplexeval.specs.readings import apply_readings
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ def apply_overrides(bench: dict[str, Any], overrides: dict[str, Any]) -> dict[st
     if "judges" in overrides:
         # Only roles the dimension has: an MPE judge override must not leak into MTR.
         out["judges"] = {role: overrides["judges"].get(role, judge) for role, judge in out["judges"].items()}
+    if "readings" in overrides:
+        out = apply_readings(out, overrides["readings"])
     return out
 
 

@@ -16,7 +16,6 @@ so a write replaces the link and never the run's file). Results land in
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.judges.cache import CacheMiss
-from duplexeval.specs.readings import benchmark_readings
+from duplexeval.specs.readings import benchmark_readings, with_reading
 
 SCHEMA = "duplexeval.sensitivity/1"
 
@@ -56,20 +55,6 @@ def _parse_value(text: str) -> Any:
     import yaml
 
     return yaml.safe_load(text)
-
-
-def set_field(spec: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
-    """A copy of `spec` with the dotted `field` set (intermediate mappings created)."""
-    out = copy.deepcopy(spec)
-    node = out
-    parts = field.split(".")
-    for part in parts[:-1]:
-        nxt = node.get(part)
-        if not isinstance(nxt, dict):
-            nxt = node[part] = {}
-        node = nxt
-    node[parts[-1]] = value
-    return out
 
 
 def flat_metrics(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -167,7 +152,7 @@ def folder_rows(run_dir: Path, bench_dir: Path, switches: list[Switch], scratch:
     used = {f: e["value"] for f, e in benchmark_readings(spec).items()}
     for switch in todo:
         try:
-            alt = _rescore(bench_dir, set_field(spec, switch.field, switch.value), scratch, family) or {}
+            alt = _rescore(bench_dir, with_reading(spec, switch.field, switch.value), scratch, family) or {}
         except CacheMiss as exc:  # the alternative needs a judge call nobody has paid for: say so
             yield {"model": model, "benchmark": bench, "metric": None, "reading": switch.field,
                    "run_value": used.get(switch.field), "alternative": switch.value,

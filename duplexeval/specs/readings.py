@@ -15,6 +15,7 @@ its schema `default`, marked as such, because a run used it all the same.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -84,6 +85,62 @@ def readings(schema: dict[str, Any], data: dict[str, Any]) -> dict[str, dict[str
             entry["default"] = True
         out[field] = entry
     return dict(sorted(out.items()))
+
+
+def with_reading(spec: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    """A copy of `spec` with the dotted reading `field` set (intermediate mappings created)."""
+    out = copy.deepcopy(spec)
+    node = out
+    parts = field.split(".")
+    for part in parts[:-1]:
+        nxt = node.get(part)
+        if not isinstance(nxt, dict):
+            nxt = node[part] = {}
+        node = nxt
+    node[parts[-1]] = value
+    return out
+
+
+def apply_readings(bench: dict[str, Any], chosen: dict[str, Any]) -> dict[str, Any]:
+    """`bench` with a suite's `overrides.readings` set where they are readings of this benchmark.
+
+    A suite spans families (the embedded suite holds both papers), so a field that is no
+    reading of this benchmark is simply not its business; `suite_reading_problems` makes
+    sure each field is a reading of at least one of the suite's benchmarks. A value may be
+    a list when one field name carries different names per dimension (MTR's
+    `metrics.criterion`): each benchmark takes the listed value that is one of its names.
+    """
+    found = benchmark_readings(bench)
+    for field, value in chosen.items():
+        if field not in found:
+            continue
+        fitting = [v for v in _as_list(value) if v in found[field]["values"]]
+        if fitting:
+            bench = with_reading(bench, field, fitting[0])
+    return bench
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def suite_reading_problems(chosen: dict[str, Any], benches: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(field, why) for each suite reading that is no reading of its benchmarks, or no named value."""
+    known: dict[str, list[Any]] = {}
+    for bench in benches:
+        for field, entry in benchmark_readings(bench).items():
+            known.setdefault(field, [])
+            known[field] += [v for v in entry["values"] if v not in known[field]]
+    problems = []
+    for field, value in chosen.items():
+        if field not in known:
+            names = ", ".join(sorted(known)) or "none"
+            problems.append((field, f"is no reading of this suite's benchmarks (readings: {names})"))
+        else:
+            for v in _as_list(value):
+                if v not in known[field]:
+                    problems.append((field, f"{v!r} is not a named value (one of {', '.join(map(str, known[field]))})"))
+    return problems
 
 
 def benchmark_readings(bench: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -243,6 +243,14 @@ class Registry:
                 ref(spec, ("overrides", "judges", role), "judge", judge_id)
             for i, golden in enumerate(spec.data.get("golden", [])):
                 exists(spec, ("golden", i), home(spec) / golden, "golden file")
+            chosen = spec.data.get("overrides", {}).get("readings")
+            if chosen:
+                from duplexeval.specs.readings import suite_reading_problems
+
+                benches = [self.specs["benchmark"][b].data for run in spec.data.get("runs", [])
+                           for b in run.get("benchmarks", []) if b in self.specs["benchmark"]]
+                errors.extend(spec.error(("overrides", "readings", field), why)
+                              for field, why in suite_reading_problems(chosen, benches))
         # ASR/TTS selections name models whose weights a spec pins (duplexeval.judges.local_models).
         from duplexeval.judges.local_models import reference_problems
 
