@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from duplexeval.commands.runner import backend_options
-from duplexeval.commands.run import RUN_ERRORS, _print_results, _split, executor_options, run_suite
+from duplexeval.commands.run import RUN_ERRORS, _print_results, _split, executor_options, exit_if_items_errored, run_suite
 from duplexeval.specs import Registry, repo_root
 
 
@@ -72,6 +72,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
     if not ok:
         click.echo("reproduce: some comparisons failed (see above)", err=True)
         sys.exit(1)
+    exit_if_items_errored(outcomes)  # every comparison passed, but a lost item still fails the command (4)
     click.echo("reproduce: every comparison within tolerance")
 
 

@@ -184,6 +184,21 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, e
         sys.exit(2)
     _print_results(outcomes)
     click.echo(f"results: {run_dir}")
+    exit_if_items_errored(outcomes)
+
+
+def exit_if_items_errored(outcomes) -> None:
+    """After everything is written: one line per job that lost items, by error code, and exit 4."""
+    from duplexeval.runs.outcomes import ITEMS_ERRORED, error_line, job_errors
+
+    errored = job_errors(outcomes)
+    for key, codes in errored:
+        click.echo("errors: " + error_line(key, codes), err=True)
+    if errored:
+        total = sum(sum(c.values()) for _, c in errored)
+        click.echo(f"run: {total} item(s) errored in {len(errored)} job(s): their cells are marked incomplete "
+                   f"(exit {ITEMS_ERRORED})", err=True)
+        sys.exit(ITEMS_ERRORED)
 
 
 def _print_results(outcomes) -> None:
@@ -197,8 +212,12 @@ def _print_results(outcomes) -> None:
             if not isinstance(m, dict) or "denominator" not in m:
                 continue
             value = "n/r" if m.get("value") is None else f"{m['value']:.3f}"
-            parts.append(f"{name} {value} ({m.get('numerator')}/{m.get('denominator')})")
-        click.echo(f"{o.job.key}: items {items.get('ok', '?')} ok, {items.get('error', 0)} error; " + "; ".join(parts))
+            lost = (m.get("outcomes") or {}).get("error") if isinstance(m.get("outcomes"), dict) else None
+            parts.append(f"{name} {value} ({m.get('numerator')}/{m.get('denominator')})"
+                         + (f" INCOMPLETE: {lost} error" if lost else ""))
+        not_ok = sum(v for k, v in items.items() if k not in ("ok", "total") and isinstance(v, int))
+        ok = items.get("ok", items["total"] - not_ok if isinstance(items.get("total"), int) else "?")
+        click.echo(f"{o.job.key}: items {ok} ok, {not_ok} not ok; " + "; ".join(parts))
 
 
 COMMANDS = [run]
