@@ -29,11 +29,19 @@ def backend_options(fn):
                         help="Run the model as a local process or in its container (default: the spec's launch.backend).")(fn)
 
 
+SECONDS = click.FloatRange(min=0.5, max=3600.0)  # finite by construction: nan and inf fail the range
+
+
 @click.command()
 @click.argument("model_id", required=False)
 @click.option("--model", "model_opt", help="Model id (same as the argument).")
+@click.option("--long-s", type=SECONDS, default=30.0, show_default=True,
+              help="Length of the long lockstep session (late faults; a real item runs this long).")
+@click.option("--realtime-s", type=SECONDS, default=3.0, show_default=True,
+              help="Length of the wall-clock session (it takes this long).")
 @backend_options
-def conformance(model_id: str | None, model_opt: str | None, backend: str | None, endpoint: str | None) -> None:
+def conformance(model_id: str | None, model_opt: str | None, long_s: float, realtime_s: float, backend: str | None,
+                endpoint: str | None) -> None:
     """Run the protocol v1 checks against MODEL_ID (started from specs/models/MODEL_ID.yaml)."""
     from duplexeval.runner.conformance import run_conformance
 
@@ -46,7 +54,7 @@ def conformance(model_id: str | None, model_opt: str | None, backend: str | None
         click.echo(f"{r.status.upper():4} {r.name}: {r.detail}")
 
     click.echo(f"conformance of {spec.id} (protocol v1, {spec.backend} backend)")
-    results = run_conformance(spec, report)
+    results = run_conformance(spec, report, long_lockstep_s=long_s, realtime_s=realtime_s)
     failed = [r.name for r in results if r.status == "fail"]
     click.echo(f"{spec.id}: {'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}")
     sys.exit(1 if failed else 0)
