@@ -51,6 +51,24 @@ class BoundaryGroup(click.Group):
               help="Show Python tracebacks instead of one-line errors (also DUPLEXEVAL_DEBUG=1).")
 def cli(debug: bool) -> None:
     """Benchmark full-duplex speech language models on Duplex-MPE and MTR-DuplexBench."""
+    check_environment()
+
+
+FOLDER_VARIABLES = ("DUPLEXEVAL_CACHE",)
+
+
+def check_environment() -> None:
+    """Folder variables that point at a file (or nothing) would scatter caches or fail deep inside a run."""
+    import os
+
+    for name in FOLDER_VARIABLES:
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        if not value.strip():
+            raise click.UsageError(f"{name} is set but empty: unset it (default ./.cache) or name a folder")
+        if os.path.exists(value) and not os.path.isdir(value):
+            raise click.UsageError(f"{name}={value} is not a folder: unset it (default ./.cache) or name a folder")
 
 
 def _register_commands() -> None:
