@@ -16,7 +16,7 @@ import sys
 import click
 
 from duplexeval import __version__
-from duplexeval.cli_errors import BUG_EXIT, bug_message, is_expected, user_message, write_traceback
+from duplexeval.cli_errors import BUG_EXIT, bug_message, is_expected, undecodable, user_message, write_traceback
 from duplexeval.commands import CommandError
 
 
@@ -33,6 +33,7 @@ class BoundaryGroup(click.Group):
     """Turns every exception a command lets through into a short message (unless --debug)."""
 
     def invoke(self, ctx: click.Context):
+        args = [*getattr(ctx, "_protected_args", []), *ctx.args]  # before the subcommand consumes them
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
@@ -40,6 +41,8 @@ class BoundaryGroup(click.Group):
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise
+            if isinstance(exc, UnicodeDecodeError):
+                raise CommandError(undecodable(exc, args)) from None
             if is_expected(exc):
                 raise CommandError(user_message(exc)) from None
             raise InternalError(bug_message(exc, write_traceback(exc, sys.argv[1:]))) from None

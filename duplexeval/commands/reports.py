@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from duplexeval.commands import CommandError
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 from duplexeval.reports.compare import compare_run, counts, failed, format_diff
 from duplexeval.reports.golden import golden_files, load_golden
@@ -100,7 +101,15 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
 
     default_mpe, default_mtr = default_golden_paths()
     mpe, mtr = _load_goldens((mpe_path or str(default_mpe), mtr_path or str(default_mtr)))
-    rows = paper_arithmetic(mpe, mtr)
+    expected = _load_goldens((str(default_mpe), str(default_mtr)))
+    for option, golden, want in (("--mpe", mpe, expected[0]), ("--mtr", mtr, expected[1])):
+        if golden.paper.get("id") != want.paper.get("id"):
+            raise click.BadParameter(f"{golden.path} is the golden file of paper {golden.paper.get('id')!r}, not "
+                                     f"{want.paper.get('id')!r}", param_hint=option)
+    try:
+        rows = paper_arithmetic(mpe, mtr)
+    except KeyError as exc:  # a cell the arithmetic re-derives from is not in the given file
+        raise CommandError(f"{mpe.path} / {mtr.path}: no golden cell {exc} that the paper arithmetic needs") from None
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=2, ensure_ascii=False))
     else:

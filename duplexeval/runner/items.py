@@ -169,7 +169,13 @@ def _write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock:
 def _check_config(out_dir: Path, config: dict) -> None:
     path = out_dir / CONFIG_FILE
     if path.exists():
-        old = json.loads(path.read_text("utf-8"))
+        try:
+            old = json.loads(path.read_text("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:  # name the file: a bare "Expecting value" helps nobody
+            raise ValueError(f"{path}: unreadable ({exc}); it records the settings this folder was run with: "
+                             "restore it, or use a new output folder") from None
+        if not isinstance(old, dict):
+            raise ValueError(f"{path}: not a JSON object; restore it, or use a new output folder")
         changed = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
         if changed:
             raise RunConfigMismatch(

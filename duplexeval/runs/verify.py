@@ -78,7 +78,13 @@ def seal_manifest(run_dir: str | Path) -> None:
     path = run_dir / MANIFEST
     if not path.is_file():
         return  # a bare bench folder scored on its own has no manifest to seal
-    manifest = json.loads(path.read_text("utf-8"))
+    try:
+        manifest = json.loads(path.read_text("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable ({exc}); not resealing a damaged manifest (restore it from the "
+                         "run's copy; `duplexeval verify` lists the damage)") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not a JSON object; not resealing a damaged manifest")
     manifest["results_sha256"] = results_hashes(run_dir)
     body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
     atomic_write_json(path, {**body, "manifest_sha256": sha256_json(body)})  # vouches for its own fields
