@@ -34,15 +34,12 @@ def backend_options(fn):
                         help="Run the model as a local process or in its container (default: the spec's launch.backend).")(fn)
 
 
-SECONDS = click.FloatRange(min=0.5, max=3600.0)  # finite by construction: nan and inf fail the range
-
-
 @click.command()
 @click.argument("model_id", required=False)
 @click.option("--model", "model_opt", help="Model id (same as the argument).")
-@click.option("--long-s", type=SECONDS, default=30.0, show_default=True,
+@click.option("--long-s", type=float, callback=finite(0.5, 3600.0), default=30.0, show_default=True,
               help="Length of the long lockstep session (late faults; a real item runs this long).")
-@click.option("--realtime-s", type=SECONDS, default=3.0, show_default=True,
+@click.option("--realtime-s", type=float, callback=finite(0.5, 3600.0), default=3.0, show_default=True,
               help="Length of the wall-clock session (it takes this long).")
 @backend_options
 def conformance(model_id: str | None, model_opt: str | None, long_s: float, realtime_s: float, backend: str | None,
