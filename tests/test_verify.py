@@ -173,3 +173,12 @@ def test_report_and_compare_refuse_a_damaged_run_and_allow_damaged_marks_it(run,
     allowed = runner.invoke(cli, ["report", str(run), "--no-paper-arithmetic", "--allow-damaged"])
     assert allowed.exit_code == 0, allowed.output
     assert "DAMAGED RUN" in (run / "report.html").read_text() and "DAMAGED RUN" in (run / "report.tex").read_text()
+
+
+def test_score_names_every_damaged_item_and_exits_4(run):
+    """Issue 25: a damaged recording used to drop Start silently with exit 0."""
+    truncate(run / ITEM / "recording.wav")
+    out = CliRunner().invoke(cli, ["score", str(run), "--cache-mode", "off"])
+    assert out.exit_code == 4, out.output
+    assert "DAMAGED" in out.output and "recording.wav" in out.output and "bakery-pie" in out.output
+    assert "errors: silent/mpe-explicit: 1 item(s) errored: DAMAGED 1" in out.output
