@@ -16,7 +16,7 @@ import sys
 import click
 
 from duplexeval import __version__
-from duplexeval.cli_errors import BUG_EXIT, bug_message, is_expected, user_message, write_traceback
+from duplexeval.cli_errors import BUG_EXIT, bug_message, is_expected, undecodable, user_message, write_traceback
 from duplexeval.commands import CommandError
 
 
@@ -33,6 +33,7 @@ class BoundaryGroup(click.Group):
     """Turns every exception a command lets through into a short message (unless --debug)."""
 
     def invoke(self, ctx: click.Context):
+        args = [*getattr(ctx, "_protected_args", []), *ctx.args]  # before the subcommand consumes them
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
@@ -40,6 +41,8 @@ class BoundaryGroup(click.Group):
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise
+            if isinstance(exc, UnicodeDecodeError):
+                raise CommandError(undecodable(exc, args)) from None
             if is_expected(exc):
                 raise CommandError(user_message(exc)) from None
             raise InternalError(bug_message(exc, write_traceback(exc, sys.argv[1:]))) from None
@@ -51,6 +54,24 @@ class BoundaryGroup(click.Group):
               help="Show Python tracebacks instead of one-line errors (also DUPLEXEVAL_DEBUG=1).")
 def cli(debug: bool) -> None:
     """Benchmark full-duplex speech language models on Duplex-MPE and MTR-DuplexBench."""
+    check_environment()
+
+
+FOLDER_VARIABLES = ("DUPLEXEVAL_CACHE",)
+
+
+def check_environment() -> None:
+    """Folder variables that point at a file (or nothing) would scatter caches or fail deep inside a run."""
+    import os
+
+    for name in FOLDER_VARIABLES:
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        if not value.strip():
+            raise click.UsageError(f"{name} is set but empty: unset it (default ./.cache) or name a folder")
+        if os.path.exists(value) and not os.path.isdir(value):
+            raise click.UsageError(f"{name}={value} is not a folder: unset it (default ./.cache) or name a folder")
 
 
 def _register_commands() -> None:

@@ -110,3 +110,13 @@ def yaml_problem(path: object, exc: Exception) -> str:
     line = f":{mark.line + 1}" if mark is not None else ""
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     return f"{path}{line}: invalid YAML: {problem}"
+
+
+def undecodable(exc: UnicodeDecodeError, args: list[str]) -> str:
+    """A text file that is not text (a WAV given where a dialogue file goes): Python's message
+    names no file, so name the files among the command's arguments."""
+    files = [a for a in args if not a.startswith("-") and os.path.isfile(a)]
+    what = f"not UTF-8 text ({exc.reason} at byte {exc.start}): is it the right kind of file?"
+    if len(files) == 1:
+        return f"{files[0]}: {what}"
+    return f"{' or '.join(files) if files else 'an input file'}: {what}"

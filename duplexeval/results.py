@@ -13,17 +13,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from duplexeval.reports.incomplete import lost_units
 from duplexeval.reports.run_dir import load_run
 
 COLUMNS = ["model", "benchmark", "condition", "metric", "round", "value", "numerator", "denominator", "reported",
-           "unit", "note", "path"]
+           "unit", "note", "lost", "path"]
 
 
-def _row(result, run, metric: str, rnd: str, m: dict[str, Any]) -> dict[str, Any]:
+def _row(result, run, metric: str, rnd: str, m: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    # `lost`: units of the denominator from items that errored or never played (issue 25);
+    # > 0 means the number is incomplete, whatever it reads.
     return {"model": result.model, "benchmark": result.benchmark, "condition": result.condition, "metric": metric,
             "round": rnd, "value": m.get("value"), "numerator": m.get("numerator"), "denominator": m.get("denominator"),
             "reported": m.get("reported", True), "unit": m.get("unit"), "note": m.get("note"),
-            "path": run.relative(result.path)}
+            "lost": lost_units(result.data, metric, m, table), "path": run.relative(result.path)}
 
 
 def rows(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -33,13 +36,13 @@ def rows(run_dir: str | Path) -> list[dict[str, Any]]:
     for r in run.results:
         for name, m in sorted(r.metrics().items()):
             if isinstance(m, dict) and ("value" in m or "denominator" in m):
-                out.append(_row(r, run, name, "all", m))
+                out.append(_row(r, run, name, "all", m, r.metrics()))
         rounds = r.rounds()
         keys = sorted(rounds, key=lambda k: (0, int(k), "") if k.isdigit() else (1, 0, k))
         for key in keys:
             for name, m in sorted((rounds[key] or {}).items()):
                 if isinstance(m, dict) and ("value" in m or "denominator" in m):
-                    out.append(_row(r, run, name, key, m))
+                    out.append(_row(r, run, name, key, m, rounds[key]))
     return out
 
 

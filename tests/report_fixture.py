@@ -125,4 +125,19 @@ def make_run(root: Path, run_id: str = "run-test", *, with_audio: bool = False) 
     atomic_write_json(run / "moshi" / "mtr-smooth-turn-taking" / "results.json", mtr_results())
     listing.append({"model": "moshi", "benchmark": "mtr-smooth-turn-taking", "path": "moshi/mtr-smooth-turn-taking/results.json"})
     atomic_write_json(run / "summary.json", {"results": listing})
+    return sealed(run)
+
+
+def sealed(run: Path) -> Path:
+    """What a run does after scoring, so verify (and report, compare) accept a hand-made run:
+    every results.json beside its records.jsonl (empty where the test writes none), and a
+    manifest sealed with the sha256 of every results file."""
+    from duplexeval.runs.verify import seal_manifest
+
+    for results in run.rglob("results.json"):
+        if not (results.parent / "records.jsonl").exists():
+            atomic_write_jsonl(results.parent / "records.jsonl", [])
+    if not (run / "manifest.json").exists():
+        atomic_write_json(run / "manifest.json", {"run_id": run.name})
+    seal_manifest(run)
     return run

@@ -38,3 +38,27 @@ def test_conformance_reports_a_broken_model_as_failed():
     assert results["handshake"].status == "pass"
     assert results["lockstep"].status == "fail"
     assert "samples" in results["lockstep"].detail
+
+
+@pytest.mark.parametrize("at_frame", [20, 200])
+def test_a_late_garbage_fault_fails_the_long_lockstep_check_naming_the_frame(at_frame):
+    """Issue 25: 12 lockstep and 19 realtime frames let a fault from frame 20 on pass."""
+    results = {r.name: r for r in run_conformance(model_spec_from(faulty_spec("garbage", at_frame=at_frame)))}
+    assert results["lockstep"].status == "pass"  # the short check cannot see it
+    assert results["long_lockstep"].status == "fail"
+    assert f"at frame {at_frame}" in results["long_lockstep"].detail
+
+
+def test_spot_checks_catch_a_short_or_out_of_range_model_channel():
+    import numpy as np
+
+    from duplexeval.runner.conformance import spot_check
+
+    heard = [np.zeros(1280, dtype=np.float32)] * 10
+    assert "10 random frames of 10" in spot_check(np.zeros(12800, dtype=np.float32), heard, 1280, seed=1)
+    with pytest.raises(AssertionError, match="samples for"):
+        spot_check(np.zeros(12800 - 7, dtype=np.float32), heard, 1280, seed=1)
+    loud = np.zeros(12800, dtype=np.float32)
+    loud[1280 * 4 + 3] = 2.0
+    with pytest.raises(AssertionError, match="output frame 4"):
+        spot_check(loud, heard, 1280, seed=1, count=10)

@@ -13,7 +13,7 @@ from duplexeval.io import atomic_write_json
 from duplexeval.reports.compare import AMBIGUOUS, MISSING, OK, OUT, compare_run
 from duplexeval.reports.golden import golden_dir, load_golden
 from duplexeval.reports.run_dir import load_run
-from report_fixture import make_run, metric
+from report_fixture import make_run, metric, sealed
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def paper_run(tmp_path: Path) -> Path:
         "metrics": {"start": {**metric(1900, 2000), "outcomes": {"fresh": 1900, "already_speaking": 9, "miss": 91}},
                     "presence": metric(1909, 2000), "answer": metric(903, 1909),
                     "shush": metric(18817, 20360), "stop": {**metric(974, 1633), "n4_events": 1911}}})
-    return run
+    return sealed(run)
 
 
 def test_paper_values_within_tolerance_pass_and_edits_beyond_it_fail(tmp_path: Path) -> None:

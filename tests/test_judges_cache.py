@@ -160,6 +160,6 @@ def test_ls_prune_and_export(tmp_path, server):
     assert exported.exit_code == 1 and "exported 2 entries" in exported.output
     assert runner.invoke(cache_group, ["verify", "--root", str(tmp_path / "golden")]).exit_code == 0
     assert runner.invoke(cache_group, ["prune", "--root", str(cache.root)]).exit_code != 0  # needs a condition
-    pruned = runner.invoke(cache_group, ["prune", "--root", str(cache.root), "--corrupt"])
+    pruned = runner.invoke(cache_group, ["prune", "--root", str(cache.root), "--corrupt", "--yes"])
     assert pruned.exit_code == 0 and "1 entries pruned" in pruned.output and not victim.exists()
     assert runner.invoke(cache_group, ["verify", "--root", str(cache.root)]).exit_code == 0

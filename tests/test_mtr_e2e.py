@@ -116,3 +116,7 @@ def test_report_renders_the_per_round_results(run_dir):
     html = Path(written["html"]).read_text()
     assert "mtr-combo-sipb" in html and "1-10" in html
     assert "mtr-combo-sipb" in Path(written["latex"]).read_text()
+    # Issue 25: each dimension's headline from its spec (quality's score, safety's refusal rate), never 'error'.
+    other = html[html.index('id="mtr-other"'):html.index("</section>", html.index('id="mtr-other"'))]
+    assert "score: " in other and "refusal: " in other and "error:" not in other
+    assert "100.0 → 100.0" in other  # the oracle refuses every harmful request

@@ -86,10 +86,6 @@ def test_a_damaged_item_file_is_scored_as_error_units_and_named_by_verify(run, n
 def test_a_damaged_results_file_is_named_by_verify(run, name, harm):
     harm(run / name)
     lines = damaged(run)
-    if name == Path("manifest.json") and harm is delete:
-        # Without a manifest nothing is sealed: verify says so (a warning) and still checks the rest.
-        assert any("manifest.json" in f.line(run) for f in verify_run(run))
-        return
     assert any(str(name) in line for line in lines), lines
 
 
@@ -141,3 +137,48 @@ def test_verify_reports_a_planted_key_without_printing_it(run, monkeypatch):
     out = runner.invoke(cli, ["verify", str(run)])
     assert out.exit_code == 1 and "notes.log" in out.output and "secret" in out.output
     assert key not in out.output and key[-12:] not in out.output
+
+
+def test_a_deleted_manifest_and_an_edited_results_json_fail_verify(run):
+    """Issue 25: without the sealed manifest, an edited number would read as intact."""
+    results = run / BENCH / "results.json"
+    data = json.loads(results.read_text())
+    data["metrics"]["shush"]["value"] = 1.0
+    results.write_text(json.dumps(data))
+    (run / "manifest.json").unlink()
+    lines = damaged(run)
+    assert any("manifest.json" in line and "missing" in line for line in lines), lines
+    out = CliRunner().invoke(cli, ["verify", str(run)])
+    assert out.exit_code == 1 and "DAMAGED" in out.output
+
+
+def test_an_unsealed_manifest_beside_results_is_damage(run):
+    manifest = json.loads((run / "manifest.json").read_text())
+    for key in ("manifest_sha256", "results_sha256"):
+        manifest.pop(key)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert any("not sealed" in line for line in damaged(run))
+
+
+def test_report_and_compare_refuse_a_damaged_run_and_allow_damaged_marks_it(run, tmp_path):
+    from duplexeval.reports.golden import golden_dir
+
+    (run / "manifest.json").unlink()
+    runner = CliRunner()
+    for argv in (["report", str(run), "--no-paper-arithmetic"],
+                 ["compare", str(run), "--golden", str(golden_dir() / "embedded.yaml")]):
+        refused = runner.invoke(cli, argv)
+        assert refused.exit_code == 2 and "damaged" in refused.output and "manifest.json" in refused.output, argv
+    assert not (run / "report.html").exists()
+    allowed = runner.invoke(cli, ["report", str(run), "--no-paper-arithmetic", "--allow-damaged"])
+    assert allowed.exit_code == 0, allowed.output
+    assert "DAMAGED RUN" in (run / "report.html").read_text() and "DAMAGED RUN" in (run / "report.tex").read_text()
+
+
+def test_score_names_every_damaged_item_and_exits_4(run):
+    """Issue 25: a damaged recording used to drop Start silently with exit 0."""
+    truncate(run / ITEM / "recording.wav")
+    out = CliRunner().invoke(cli, ["score", str(run), "--cache-mode", "off"])
+    assert out.exit_code == 4, out.output
+    assert "DAMAGED" in out.output and "recording.wav" in out.output and "bakery-pie" in out.output
+    assert "errors: silent/mpe-explicit: 1 item(s) errored: DAMAGED 1" in out.output

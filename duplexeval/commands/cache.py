@@ -7,6 +7,8 @@ if any entry is corrupt or mismatched.
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from pathlib import Path
 
@@ -67,22 +69,59 @@ def verify_command(root: Path | None) -> None:
 @_root_option
 @click.argument("key")
 def explain_command(root: Path | None, key: str) -> None:
-    """Show the key components stored with KEY."""
-    click.echo(_cache(root).explain(key))
+    """Show the key components stored with KEY (exit 1 when KEY is not a stored, intact entry)."""
+    from duplexeval.judges.cache import CorruptEntry
+
+    cache = _cache(root)
+    if not re.fullmatch(r"[0-9a-f]{64}", key):
+        raise click.BadParameter(f"{key[:80]!r} is not a cache key (64 lowercase hex digits)", param_hint="KEY")
+    try:
+        cache.load(key)
+    except (FileNotFoundError, CorruptEntry) as exc:
+        reason = "not in the cache" if isinstance(exc, FileNotFoundError) else f"corrupt entry ({exc})"
+        click.echo(f"key {key}: {reason} ({cache.root})", err=True)
+        raise SystemExit(1) from None
+    click.echo(cache.explain(key))
+
+
+def _positive_days(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """An age that bounds the request: finite and above zero (0 or a negative age means every entry)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value} would select every entry; give a positive number of days",
+                                 ctx=ctx, param=param)
+    return value
 
 
 @cache_group.command("prune")
 @_root_option
 @click.option("--corrupt", is_flag=True, help="Delete corrupt entries and leftover temp files.")
-@click.option("--older-than-days", type=float, default=None, help="Delete entries not modified for this long.")
+@click.option("--older-than-days", type=float, default=None, callback=_positive_days,
+              help="Delete entries not modified for this many days (> 0).")
 @click.option("--judge", "judge_id", default=None, help="Delete every entry of this judge id.")
-@click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
+@click.option("--dry-run", is_flag=True, help="Only list what would be deleted (the default without --yes).")
+@click.option("--yes", is_flag=True, help="Delete what is listed. Without it nothing is deleted: verdicts of paid "
+                                          "judge calls cannot be replayed once gone.")
 def prune_command(root: Path | None, corrupt: bool, older_than_days: float | None, judge_id: str | None,
-                  dry_run: bool) -> None:
-    """Delete entries by condition (nothing is deleted without one)."""
+                  dry_run: bool, yes: bool) -> None:
+    """Delete entries by condition (nothing without a condition, nothing without --yes)."""
     if not (corrupt or older_than_days is not None or judge_id):
         raise click.UsageError("say what to prune: --corrupt, --older-than-days N or --judge ID")
     cache = _cache(root)
+    doomed = prune_candidates(cache, corrupt=corrupt, older_than_days=older_than_days, judge_id=judge_id)
+    delete = yes and not dry_run
+    for path in doomed:
+        click.echo(("deleted " if delete else "would delete ") + str(path))
+        if delete:
+            path.unlink(missing_ok=True)
+    if delete:
+        click.echo(f"{len(doomed)} entries pruned")
+    else:
+        click.echo(f"{len(doomed)} entries to prune; nothing deleted" + ("" if dry_run else " (add --yes to delete them)"))
+
+
+def prune_candidates(cache: JudgeCache, *, corrupt: bool, older_than_days: float | None,
+                     judge_id: str | None) -> list[Path]:
+    """The entry files a prune request names, and no others."""
     cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
     doomed: list[Path] = []
     for entry in cache.entries():
@@ -96,11 +135,7 @@ def prune_command(root: Path | None, corrupt: bool, older_than_days: float | Non
             doomed.append(entry.path)
     if corrupt:
         doomed += [p.path for p in cache.verify() if p.problem == "leftover temporary file"]
-    for path in doomed:
-        click.echo(("would delete " if dry_run else "deleted ") + str(path))
-        if not dry_run:
-            path.unlink(missing_ok=True)
-    click.echo(f"{len(doomed)} entries {'to prune' if dry_run else 'pruned'}")
+    return doomed
 
 
 @cache_group.command("export")

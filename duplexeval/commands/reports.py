@@ -8,11 +8,14 @@ invalid golden file, a missing run directory), as click does for usage errors.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
 import click
 
+from duplexeval.commands import CommandError
+from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 from duplexeval.reports.compare import compare_run, counts, failed, format_diff
 from duplexeval.reports.golden import golden_files, load_golden
 from duplexeval.reports.run_dir import load_run
@@ -50,9 +53,15 @@ def _load_goldens(paths: tuple[str, ...]):
               help="Also write the diff rows as JSON.")
 @click.option("--allow-incomplete", is_flag=True,
               help="Compare numbers of results that say complete: false (errored items) instead of failing them.")
+@allow_damaged_option
 def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, tolerance: float | None,
-                    aliases: tuple[str, ...], json_out: Path | None, allow_incomplete: bool) -> None:
-    """Diff RUN_DIR's results against golden numbers; exit 1 when a cell is out of tolerance."""
+                    aliases: tuple[str, ...], json_out: Path | None, allow_incomplete: bool, allow_damaged: bool) -> None:
+    """Diff RUN_DIR's results against golden numbers; exit 1 when a cell is out of tolerance.
+
+    The run is verified first: a damaged run is refused (exit 2) unless --allow-damaged."""
+    if tolerance is not None and not (math.isfinite(tolerance) and tolerance >= 0):
+        raise click.BadParameter(f"{tolerance} is not a finite number >= 0", param_hint="--tolerance")
+    damaged = verified(run_dir, allow_damaged)
     run = load_run(run_dir)
     any_failed = False
     all_rows = {}
@@ -65,6 +74,9 @@ def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, 
                    + (" -> FAIL" if bad else " -> ok"))
         click.echo(format_diff(rows))
         all_rows[golden.path.name] = [r.as_dict() for r in rows]
+    if damaged:
+        click.echo(f"DAMAGED RUN: {len(damaged)} verify finding(s); these numbers cannot be trusted")
+        all_rows["damaged"] = damaged
     if json_out is not None:
         from duplexeval.io import atomic_write_json
 
@@ -89,7 +101,15 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
 
     default_mpe, default_mtr = default_golden_paths()
     mpe, mtr = _load_goldens((mpe_path or str(default_mpe), mtr_path or str(default_mtr)))
-    rows = paper_arithmetic(mpe, mtr)
+    expected = _load_goldens((str(default_mpe), str(default_mtr)))
+    for option, golden, want in (("--mpe", mpe, expected[0]), ("--mtr", mtr, expected[1])):
+        if golden.paper.get("id") != want.paper.get("id"):
+            raise click.BadParameter(f"{golden.path} is the golden file of paper {golden.paper.get('id')!r}, not "
+                                     f"{want.paper.get('id')!r}", param_hint=option)
+    try:
+        rows = paper_arithmetic(mpe, mtr)
+    except KeyError as exc:  # a cell the arithmetic re-derives from is not in the given file
+        raise CommandError(f"{mpe.path} / {mtr.path}: no golden cell {exc} that the paper arithmetic needs") from None
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=2, ensure_ascii=False))
     else:
@@ -109,16 +129,21 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for report.html / report.tex (default: RUN_DIR).")
 @click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW", help="As for compare.")
+@allow_damaged_option
 def report_command(run_dir: Path, formats: str, golden_paths: tuple[str, ...], no_paper_arithmetic: bool,
-                   item: str | None, out_dir: Path | None, aliases: tuple[str, ...]) -> None:
-    """Write report.html (self-contained) and report.tex (booktabs) for RUN_DIR."""
+                   item: str | None, out_dir: Path | None, aliases: tuple[str, ...], allow_damaged: bool) -> None:
+    """Write report.html (self-contained) and report.tex (booktabs) for RUN_DIR.
+
+    The run is verified first: a damaged run is refused (exit 2) unless --allow-damaged,
+    which states the damage at the top of every page."""
     from duplexeval.reports.render import write_report
 
     _load_goldens(golden_paths)  # fail early, with file:line, before rendering anything
+    damaged = verified(run_dir, allow_damaged)
     wanted = [f.strip() for f in formats.split(",") if f.strip()]
     try:
         written = write_report(run_dir, formats=wanted, golden_paths=golden_paths, with_arithmetic=not no_paper_arithmetic,
-                               item=item, out_dir=out_dir, aliases=_aliases(aliases))
+                               item=item, out_dir=out_dir, aliases=_aliases(aliases), damaged=damaged)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     for fmt, path in written.items():

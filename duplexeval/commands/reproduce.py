@@ -12,21 +12,26 @@ from pathlib import Path
 import click
 
 from duplexeval.commands.runner import backend_options
-from duplexeval.commands.run import RUN_ERRORS, _print_results, _split, executor_options, run_suite
+from duplexeval.commands.bounds import run_id_name
+from duplexeval.commands.run import (RUN_ERRORS, _print_results, _split, check_options, executor_options,
+                                     exit_if_items_errored, run_suite)
 from duplexeval.specs import Registry, repo_root
 
 
 @click.command("reproduce")
 @click.option("--suite", "suite_id", default="embedded", show_default=True, help="Suite spec id.")
 @click.option("--models", help="Comma-separated model ids (default: all of the suite's).")
-@click.option("--run-id", help="Name (or resume) the run; default: the suite id, so a rerun resumes.")
+@click.option("--run-id", callback=run_id_name,
+              help="Name (or resume) the run (a name, not a path); default: the suite id, so a rerun resumes.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
 @backend_options
 @executor_options
 def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: Path, limit: int | None,
               backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None) -> None:
-    """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report."""
+    """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report.
+
+    Exit 1 when a comparison fails, 4 when every comparison passed but an item errored."""
     from duplexeval.reports.compare import compare_run, counts, failed, format_diff
     from duplexeval.reports.golden import load_golden
     from duplexeval.reports.paper_arithmetic import format_rows, paper_arithmetic, summary
@@ -34,6 +39,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
     from duplexeval.reports.run_dir import load_run
     from duplexeval.runs.statistics import write_statistics
 
+    check_options(backend, endpoint, executor, jobs, ray_address)
     try:
         suite = Registry.load().get("suite", suite_id).data
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=None, run_id=run_id or suite_id,
@@ -72,6 +78,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
     if not ok:
         click.echo("reproduce: some comparisons failed (see above)", err=True)
         sys.exit(1)
+    exit_if_items_errored(outcomes)  # every comparison passed, but a lost item still fails the command (4)
     click.echo("reproduce: every comparison within tolerance")
 
 

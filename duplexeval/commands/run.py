@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from duplexeval.commands.bounds import check_backend, check_executor, run_id_name
 from duplexeval.commands.runner import backend_options
 from duplexeval.io import atomic_write_json
 from duplexeval.executors.core import UnitFailed
@@ -162,7 +163,8 @@ class ItemBar:
 @click.option("--suite", "suite_id", default="embedded", show_default=True, help="Suite spec id.")
 @click.option("--models", help="Comma-separated model ids (default: all of the suite's).")
 @click.option("--benchmarks", help="Comma-separated benchmark ids (default: all of the suite's).")
-@click.option("--run-id", help="Resume or name a run; finished items of the same run are reused.")
+@click.option("--run-id", callback=run_id_name,
+              help="Resume or name a run (a name, not a path); finished items of the same run are reused.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
 @click.option("--clock", type=click.Choice(["lockstep", "realtime"]), help="Override the suite's clock.")
@@ -173,8 +175,10 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, e
     """Run a suite: every (model x benchmark) job through the runner, then score it.
 
     Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json);
-    re-running with the same --run-id resumes, redoing only unfinished items.
+    re-running with the same --run-id resumes, redoing only unfinished items. Exit 4 when
+    any item errored (after writing everything; one line per job with its error codes).
     """
+    check_options(backend, endpoint, executor, jobs, ray_address)
     try:
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=_split(benchmarks), run_id=run_id,
                                       runs_dir=runs_dir, limit=limit, clock=clock, backend=backend, endpoint=endpoint,
@@ -184,6 +188,27 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, e
         sys.exit(2)
     _print_results(outcomes)
     click.echo(f"results: {run_dir}")
+    exit_if_items_errored(outcomes)
+
+
+def check_options(backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None) -> None:
+    """Conflicting or absurd options are refused, naming both, before anything is planned or written."""
+    check_backend(backend, endpoint)
+    check_executor(executor, jobs, ray_address)
+
+
+def exit_if_items_errored(outcomes) -> None:
+    """After everything is written: one line per job that lost items, by error code, and exit 4."""
+    from duplexeval.runs.outcomes import ITEMS_ERRORED, error_line, job_errors
+
+    errored = job_errors(outcomes)
+    for key, codes in errored:
+        click.echo("errors: " + error_line(key, codes), err=True)
+    if errored:
+        total = sum(sum(c.values()) for _, c in errored)
+        click.echo(f"run: {total} item(s) errored in {len(errored)} job(s): their cells are marked incomplete "
+                   f"(exit {ITEMS_ERRORED})", err=True)
+        sys.exit(ITEMS_ERRORED)
 
 
 def _print_results(outcomes) -> None:
@@ -197,8 +222,12 @@ def _print_results(outcomes) -> None:
             if not isinstance(m, dict) or "denominator" not in m:
                 continue
             value = "n/r" if m.get("value") is None else f"{m['value']:.3f}"
-            parts.append(f"{name} {value} ({m.get('numerator')}/{m.get('denominator')})")
-        click.echo(f"{o.job.key}: items {items.get('ok', '?')} ok, {items.get('error', 0)} error; " + "; ".join(parts))
+            lost = (m.get("outcomes") or {}).get("error") if isinstance(m.get("outcomes"), dict) else None
+            parts.append(f"{name} {value} ({m.get('numerator')}/{m.get('denominator')})"
+                         + (f" INCOMPLETE: {lost} error" if lost else ""))
+        not_ok = sum(v for k, v in items.items() if k not in ("ok", "total") and isinstance(v, int))
+        ok = items.get("ok", items["total"] - not_ok if isinstance(items.get("total"), int) else "?")
+        click.echo(f"{o.job.key}: items {ok} ok, {not_ok} not ok; " + "; ".join(parts))
 
 
 COMMANDS = [run]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -45,6 +46,31 @@ def score(run_dir: Path, cache_mode: str) -> None:
     seal_enclosing_manifest(run_dir)  # rescored results: the manifest records their new hashes
     for line in lines:
         click.echo(line)
+    _exit_if_items_lost(run_dir, folders)
+
+
+def _exit_if_items_lost(run_dir: Path, folders: list[Path]) -> None:
+    """Every DAMAGED item by name, a line per folder with items not ok, then exit 4 (docs/reliability.md)."""
+    import json
+
+    from duplexeval.runs.outcomes import ITEMS_ERRORED, damaged_items, error_codes, error_line
+
+    lost = 0
+    for folder in folders:
+        for reason in damaged_items(folder):
+            click.echo(f"DAMAGED {reason}", err=True)
+        try:
+            results = json.loads((folder / "results.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            results = None
+        codes = error_codes(folder, results if isinstance(results, dict) else None)
+        if codes:
+            rel = str(folder.relative_to(run_dir)) if folder != run_dir else folder.name
+            click.echo("errors: " + error_line(rel, codes), err=True)
+            lost += sum(codes.values())
+    if lost:
+        click.echo(f"score: {lost} item(s) not ok: scored as errors, never as passes (exit {ITEMS_ERRORED})", err=True)
+        sys.exit(ITEMS_ERRORED)
 
 
 def _progress(items, desc: str):

@@ -10,7 +10,7 @@ import click
 
 @click.command("verify")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--cache", "cache_root", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--cache", "cache_root", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Judge cache the run's verdicts are in (default: $DUPLEXEVAL_CACHE/judges).")
 @click.option("--no-secrets", is_flag=True, help="Skip the scan for key-like strings in the run's files.")
 def verify(run_dir: Path, cache_root: Path | None, no_secrets: bool) -> None:

@@ -463,25 +463,24 @@ def _handler_for(server: DuplexServer) -> Callable:
 
 
 async def serve_forever(server: DuplexServer, socket_path: str | None = None,
-                        host: str = "127.0.0.1", port: int | None = None) -> None:
-    """Serves until SIGTERM/SIGINT. A Unix socket is made world-writable so a host user can
-    connect to a socket created by root inside a container (docs/protocol.md, "Transport")."""
+                        host: str = "127.0.0.1", port: int | None = None) -> int:
+    """Serves until SIGTERM/SIGINT; returns the signal. A Unix socket is made world-writable so a host user
+    can connect to a socket created by root inside a container (docs/protocol.md, "Transport")."""
     handler = _handler_for(server)
     opts = dict(max_size=MAX_MESSAGE_BYTES, compression=None, ping_interval=None)
     stop = asyncio.get_running_loop().create_future()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        asyncio.get_running_loop().add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
+        asyncio.get_running_loop().add_signal_handler(sig, lambda s=sig: stop.done() or stop.set_result(int(s)))
     if socket_path:
         if os.path.exists(socket_path):
             os.unlink(socket_path)  # a stale socket from a killed run would make bind fail
         async with unix_serve(handler, socket_path, **opts):
             os.chmod(socket_path, 0o666)
             print(f"{server.model_name}: listening on unix:{socket_path}", file=sys.stderr, flush=True)
-            await stop
-    else:
-        async with serve(handler, host, port, **opts):
-            print(f"{server.model_name}: listening on ws://{host}:{port}", file=sys.stderr, flush=True)
-            await stop
+            return await stop
+    async with serve(handler, host, port, **opts):
+        print(f"{server.model_name}: listening on ws://{host}:{port}", file=sys.stderr, flush=True)
+        return await stop
 
 
 def run_server(factory: Callable[[argparse.Namespace], DuplexServer], argv: Sequence[str] | None = None,
@@ -508,4 +507,7 @@ def run_server(factory: Callable[[argparse.Namespace], DuplexServer], argv: Sequ
         if args.batch_wait_ms < 0:
             parser.error(f"--batch-wait-ms must be >= 0, got {args.batch_wait_ms:g}")
         server.batch_wait_s = args.batch_wait_ms / 1000.0
-    asyncio.run(serve_forever(server, args.socket, args.host, args.port))
+    stopped_by = asyncio.run(serve_forever(server, args.socket, args.host, args.port))
+    # 128 + signal, as a shell reports it: the harness tells a server stopped from outside (an
+    # item it must replay) from one that ended on its own (docs/reliability.md, "Signals").
+    sys.exit(128 + stopped_by)

@@ -24,6 +24,8 @@ from duplexeval.io import atomic_write_text
 from duplexeval.reports import browser, charts
 from duplexeval.reports.compare import DiffRow, compare_run, counts as diff_counts, failed as diff_failed
 from duplexeval.reports.golden import Golden, load_golden
+from duplexeval.reports.headline import headline_metrics
+from duplexeval.reports.incomplete import marked, run_incomplete
 from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary
 from duplexeval.reports.run_dir import ResultFile, RunDir, item_dirs, load_run, read_events, read_records
 from duplexeval.specs.readings import readings_by_benchmark
@@ -106,6 +108,7 @@ def latex_env() -> jinja2.Environment:
     env.filters["pct"] = latex_pct
     env.filters["pub"] = latex_pub
     env.filters["mtrcell"] = latex_mtr_cell
+    env.filters["lost"] = lambda m: LatexSafe(latex_lost(m))
     return env
 
 
@@ -120,7 +123,14 @@ def latex_rate(m: dict[str, Any] | None) -> LatexSafe:
     if not m:
         return LatexSafe("--")
     tex = lambda v, d: latex_escape(fmt(v, d)).replace("–", "--")  # noqa: E731
-    return LatexSafe(f"{tex(m.get('value'), 4)} {{\\footnotesize({tex(m.get('numerator'), 0)}/{tex(m.get('denominator'), 0)})}}")
+    return LatexSafe(f"{tex(m.get('value'), 4)} {{\\footnotesize({tex(m.get('numerator'), 0)}/{tex(m.get('denominator'), 0)})}}"
+                     + latex_lost(m))
+
+
+def latex_lost(m: dict[str, Any] | None) -> str:
+    """The incomplete mark of a cell whose denominator lost units to item errors (issue 25)."""
+    lost = (m or {}).get("lost")
+    return f" {{\\footnotesize\\textbf{{[incomplete: {_tex_num(lost, 0)} error]}}}}" if lost else ""
 
 
 def _tex_num(value: Any, decimals: int) -> str:
@@ -158,9 +168,15 @@ def latex_mtr_cell(c: dict[str, Any] | None, golden: bool = False) -> LatexSafe:
         if not (c.get("pub_r1") or c.get("pub_mean")):
             return LatexSafe("--")
         return LatexSafe(f"{latex_pub(c.get('pub_r1'))} $\\rightarrow$ {latex_pub(c.get('pub_mean'))}")
-    lines = [f"{latex_pct(c.get('r1'))} $\\rightarrow$ {latex_pct(c.get('mean'))}"]
     r1, mean = c.get("r1"), c.get("mean")
-    if r1 and mean:
+    if c.get("unit") == "score":  # a mean score (quality 0-5), not a rate: no percent, its n
+        value = lambda m: _tex_num(m.get("value"), 2) if m else "--"  # noqa: E731
+        lines = [f"{value(r1)} $\\rightarrow$ {value(mean)}"]
+        lines.append(f"n={_tex_num((r1 or {}).get('denominator'), 0)} $\\rightarrow$ "
+                     f"n={_tex_num((mean or {}).get('denominator'), 0)}")
+    else:
+        lines = [f"{latex_pct(r1)} $\\rightarrow$ {latex_pct(mean)}"]
+    if r1 and mean and c.get("unit") != "score":
         lines.append(f"{_tex_num(r1.get('numerator'), 0)}/{_tex_num(r1.get('denominator'), 0)} $\\rightarrow$ "
                      f"{_tex_num(mean.get('numerator'), 0)}/{_tex_num(mean.get('denominator'), 0)}")
     lat = c.get("latency")
@@ -169,6 +185,9 @@ def latex_mtr_cell(c: dict[str, Any] | None, golden: bool = False) -> LatexSafe:
     nr = c.get("no_response")
     if nr and nr.get("numerator"):
         lines.append(f"no response {_tex_num(nr['numerator'], 0)}/{_tex_num(nr.get('denominator'), 0)}")
+    if (r1 or {}).get("lost") or (mean or {}).get("lost"):
+        lines.append(f"\\textbf{{incomplete: {_tex_num((r1 or {}).get('lost', 0), 0)} $\\rightarrow$ "
+                     f"{_tex_num((mean or {}).get('lost', 0), 0)} error}}")
     if len(lines) == 1:
         return LatexSafe(lines[0])
     small = "\\\\".join("{\\footnotesize " + x + "}" for x in lines[1:])
@@ -194,6 +213,7 @@ class ReportInputs:
     item: str | None = None
     strict: bool = False
     aliases: dict[str, str] = field(default_factory=dict)
+    damaged: list[str] = field(default_factory=list)  # verify's findings, shown on every page (--allow-damaged)
 
 
 def metric_rows(result: ResultFile) -> list[dict[str, Any]]:
@@ -201,6 +221,7 @@ def metric_rows(result: ResultFile) -> list[dict[str, Any]]:
     for name, m in result.metrics().items():
         if isinstance(m, dict):
             row = {"name": name, **{k: m.get(k) for k in ("value", "numerator", "denominator", "reported", "note")}}
+            row["lost"] = (marked(result.data, name, m, result.metrics()) or {}).get("lost", 0)
             row["ci95"] = m.get("ci95") or m.get("wilson")
             out.append(row)
     return out
@@ -224,7 +245,7 @@ def mpe_table(results: list[ResultFile]) -> dict[str, Any]:
         stop = _metric(r, "stop") or {}
         n4_all = stop.get("n4_events", counts.get("n4_events", counts.get("n4_total")))
         rows.append({"model": r.model, "condition": r.condition or r.benchmark,
-                     "cells": {k: _metric(r, k) for k in MPE_METRICS}, "counts": counts,
+                     "cells": {k: marked(r.data, k, _metric(r, k), r.metrics()) for k in MPE_METRICS}, "counts": counts,
                      "stop_over_all_n4": (stop.get("numerator") / n4_all) if n4_all and stop.get("numerator") is not None else None,
                      "n4_all": n4_all})
     by_model: dict[str, dict[str, Any]] = {}
@@ -243,6 +264,8 @@ def mtr_table(results: list[ResultFile]) -> list[dict[str, Any]]:
             continue
         keys = sorted(rounds, key=lambda k: (0, int(k)) if k.isdigit() else (1, k))
         metrics = sorted({m for k in keys for m in rounds[k] if isinstance(rounds[k][m], dict)})
+        rounds = {k: {m: (marked(r.data, m, v, t) if isinstance(v, dict) else v) for m, v in t.items()}
+                  for k, t in rounds.items()}
         out.append({"model": r.model, "benchmark": r.benchmark, "round_keys": keys, "metrics": metrics, "rounds": rounds,
                     "mean_key": next((k for k in keys if "-" in k), None)})
     return out
@@ -256,32 +279,30 @@ MTR_OTHER = (("quality", "Dialogue quality"), ("instruction", "Instruction follo
              ("safety-interruption", "Safety (interruption)"))
 
 
-def _primary(metrics: dict[str, Any]) -> str | None:
-    """The metric a dimension's headline shows: success, else the first rate with a denominator."""
-    if isinstance(metrics.get("success"), dict):
-        return "success"
-    names = sorted(k for k, v in metrics.items() if isinstance(v, dict) and "denominator" in v
-                   and k not in ("latency_s", "no_response"))
-    return names[0] if names else None
-
-
-def _mtr_cell(r: ResultFile, pub: "Published", metric: str | None = None) -> dict[str, Any] | None:
+def _mtr_cell(r: ResultFile, pub: "Published", metric: str) -> dict[str, Any] | None:
+    """One dimension's `metric` at round 1 and over rounds 1-N, each with the units it lost to errors."""
     rounds = r.rounds()
-    if not rounds:
-        return None
     mean_key = next((k for k in sorted(rounds) if "-" in k), None)
-    metric = metric or _primary(rounds.get("1") or rounds.get(mean_key or "", {}) or r.metrics())
-    if metric is None:
-        return None
-    r1 = (rounds.get("1") or {}).get(metric)
-    mean = (rounds.get(mean_key) or {}).get(metric) if mean_key else None
-    latency = (rounds.get(mean_key) or {}).get("latency_s") if mean_key else None
-    no_resp = (rounds.get(mean_key) or {}).get("no_response") if mean_key else None
-    return {"metric": metric, "r1": r1 if isinstance(r1, dict) else None, "mean": mean if isinstance(mean, dict) else None,
-            "mean_key": mean_key, "latency": latency if isinstance(latency, dict) else None,
+    first, mean_table = rounds.get("1") or {}, (rounds.get(mean_key) or {}) if mean_key else {}
+    r1 = marked(r.data, metric, first.get(metric), first)
+    mean = marked(r.data, metric, mean_table.get(metric), mean_table)
+    latency, no_resp = mean_table.get("latency_s"), mean_table.get("no_response")
+    unit = (mean or r1 or {}).get("unit")
+    return {"metric": metric, "r1": r1, "mean": mean, "unit": unit, "mean_key": mean_key,
+            "latency": latency if isinstance(latency, dict) else None,
             "no_response": no_resp if isinstance(no_resp, dict) else None,
             "pub_r1": pub.get(r.model, r.benchmark, metric, "1"),
             "pub_mean": pub.get(r.model, r.benchmark, metric, mean_key)}
+
+
+def mtr_cells(r: ResultFile, pub: "Published") -> list[dict[str, Any]]:
+    """A cell per headline metric of the dimension's spec (`report.headline`), in its order."""
+    rounds = r.rounds()
+    if not rounds:
+        return []
+    mean_key = next((k for k in sorted(rounds) if "-" in k), None)
+    table = rounds.get("1") or rounds.get(mean_key or "", {}) or r.metrics()
+    return [c for c in (_mtr_cell(r, pub, m) for m in headline_metrics(r, table)) if c is not None]
 
 
 def mtr_main(results: list[ResultFile], pub: "Published") -> dict[str, Any]:
@@ -294,10 +315,11 @@ def mtr_main(results: list[ResultFile], pub: "Published") -> dict[str, Any]:
         cols = [(f"mtr-{key}", label) for key, label in spec if any((m, f"mtr-{key}") in by for m in models)]
         rows = []
         for m in models:
-            cells = {b: _mtr_cell(by[(m, b)], pub) if (m, b) in by else None for b, _ in cols}
+            many = {b: mtr_cells(by[(m, b)], pub) if (m, b) in by else [] for b, _ in cols}
+            cells = {b: (v[0] if v else None) for b, v in many.items()}
             if any(cells.values()):
-                rows.append({"model": m, "cells": cells,
-                             "published": any(c and (c["pub_r1"] or c["pub_mean"]) for c in cells.values())})
+                rows.append({"model": m, "cells": cells, "headlines": many,
+                             "published": any(c["pub_r1"] or c["pub_mean"] for v in many.values() for c in v)})
         return {"columns": [{"id": b, "label": label} for b, label in cols], "rows": rows}
 
     return {"features": table(MTR_FEATURES), "ablation": table(MTR_COMBOS), "other": table(MTR_OTHER)}
@@ -419,6 +441,8 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "mtr_main": mtr_main(results, published),
         "labels": judge_labels(results),
         "caveats": model_caveats(results),
+        "incomplete": run_incomplete(results),
+        "damaged": list(inputs.damaged),
         "bars": charts.start_presence_bars(results),
         "stop_bars": charts.stop_yield_bars(results),
         "feature_curves": charts.feature_curves(results),
@@ -465,7 +489,8 @@ def render_latex(context: dict[str, Any]) -> str:
 
 def write_report(run_dir: str | Path, *, formats: Iterable[str] = FORMATS, golden_paths: Iterable[str | Path] = (),
                  with_arithmetic: bool = True, item: str | None = None, out_dir: str | Path | None = None,
-                 aliases: dict[str, str] | None = None, strict: bool = False) -> dict[str, Path]:
+                 aliases: dict[str, str] | None = None, strict: bool = False,
+                 damaged: Iterable[str] = ()) -> dict[str, Path]:
     """Write report.html / report.tex (atomically) and return {format: path}."""
     formats = list(formats)
     unknown = [f for f in formats if f not in FORMATS]
@@ -474,7 +499,7 @@ def write_report(run_dir: str | Path, *, formats: Iterable[str] = FORMATS, golde
     run = load_run(run_dir)
     inputs = ReportInputs(run=run, goldens=[load_golden(p) for p in golden_paths],
                           arithmetic=paper_arithmetic() if with_arithmetic else None, item=item,
-                          aliases=aliases or {}, strict=strict)
+                          aliases=aliases or {}, strict=strict, damaged=list(damaged))
     context = build_context(inputs)
     out = Path(out_dir) if out_dir else run.root
     written: dict[str, Path] = {}

@@ -23,7 +23,12 @@ from duplexeval.runner.stimulus import FileStimulus
 
 N_FRAMES = 12
 TAIL_FRAMES = 2
-REALTIME_S = 1.5
+# Long enough to reach the frames real items reach (issue 25: a fault from frame 20 on passed
+# every 12- and 19-frame check and failed every item): 30 s is 375 frames of 80 ms in lockstep,
+# cheap there; the wall-clock check is shorter by default (it costs its length in real time).
+LONG_LOCKSTEP_S = 30.0
+REALTIME_S = 3.0
+SPOT_CHECKS = 16
 
 
 @dataclass(frozen=True)
@@ -44,9 +49,35 @@ def test_signal(rate: int, n_samples: int, seed: int = 7) -> np.ndarray:
     return (0.2 * np.sin(2 * np.pi * 220 * t) + 0.01 * rng.standard_normal(n_samples)).astype(np.float32)
 
 
+def long_signal(rate: int, seconds: float, seed: int = 11) -> np.ndarray:
+    """Tone bursts and pauses (1 s on, 0.5 s off) with noise: gives a VAD-driven model turns to take."""
+    x = test_signal(rate, int(seconds * rate), seed)
+    t = np.arange(len(x)) / rate
+    return (x * ((t % 1.5) < 1.0)).astype(np.float32)
+
+
+def spot_check(said: np.ndarray, heard_frames: list[np.ndarray], frame: int, seed: int, count: int = SPOT_CHECKS) -> str:
+    """Randomly placed checks of the model channel over a whole session: one sample per heard
+    sample (same rate as the input), every sample finite and within [-1, 1]. Raises on the
+    first bad frame, naming it."""
+    heard = sum(len(x) for x in heard_frames)
+    if len(said) != heard:
+        raise AssertionError(f"the model channel has {len(said)} samples for {heard} heard: its output rate or frame "
+                             "size is not what ready declared")
+    n = len(said) // frame
+    rng = np.random.default_rng(seed)
+    for i in sorted(rng.choice(n, size=min(count, n), replace=False)) if n else []:
+        chunk = said[i * frame:(i + 1) * frame]
+        if not np.all(np.isfinite(chunk)) or float(np.max(np.abs(chunk), initial=0.0)) > 1.0:
+            raise AssertionError(f"output frame {i}: samples not finite or outside [-1, 1]")
+    return f"{min(count, n)} random frames of {n} spot-checked"
+
+
 class Conformance:
-    def __init__(self, spec: ModelSpec, endpoint: Endpoint):
+    def __init__(self, spec: ModelSpec, endpoint: Endpoint, long_lockstep_s: float = LONG_LOCKSTEP_S,
+                 realtime_s: float = REALTIME_S):
         self.spec, self.endpoint = spec, endpoint
+        self.long_lockstep_s, self.realtime_s = long_lockstep_s, realtime_s
         self.ready: dict | None = None
 
     async def session(self) -> ProtocolClient:
@@ -255,23 +286,35 @@ class Conformance:
         finally:
             await client.close()
 
+    async def check_long_lockstep(self) -> str:
+        """A whole item's worth of frames: faults that start late (frame 20, 200) show here."""
+        rate = 16000
+        stim = FileStimulus(long_signal(rate, self.long_lockstep_s), rate, tail_frames=TAIL_FRAMES)
+        out = await run_session(self.endpoint, self.spec, stim, "lockstep", rate, seed=9)
+        if out.fault is not None:
+            raise AssertionError(f"{self.long_lockstep_s:g} s session: {out.fault}")
+        if out.said is None:
+            raise AssertionError("no model channel recorded")
+        checked = spot_check(out.said, out.heard, out.frame_samples, seed=9)
+        return f"{out.frames} frames ({self.long_lockstep_s:g} s + tail) in lockstep; {checked}"
+
     async def check_realtime(self) -> str:
         if "realtime" not in self.spec.clocks:
             raise _Skip("clock realtime not in the spec")
         rate = 16000
-        stim = FileStimulus(test_signal(rate, int(REALTIME_S * rate)), rate)
+        stim = FileStimulus(long_signal(rate, self.realtime_s), rate)
         out = await run_session(self.endpoint, self.spec, stim, "realtime", rate, seed=5)
         if out.fault is not None:
-            raise AssertionError(str(out.fault))
-        heard = sum(len(x) for x in out.heard)
-        if out.said is None or len(out.said) != heard:
-            raise AssertionError("realtime recording channels differ in length")
-        return f"{out.frames} frames on the wall clock, {out.stats['underrun_frames']} underrun"
+            raise AssertionError(f"{self.realtime_s:g} s session: {out.fault}")
+        if out.said is None:
+            raise AssertionError("no model channel recorded")
+        checked = spot_check(out.said, out.heard, out.frame_samples, seed=5)
+        return f"{out.frames} frames on the wall clock, {out.stats['underrun_frames']} underrun; {checked}"
 
     CHECKS: tuple[tuple[str, str], ...] = (
         ("handshake", "check_handshake"), ("lockstep", "check_lockstep"), ("reset", "check_reset"),
         ("errors", "check_errors"), ("batched_sessions", "check_batched_sessions"), ("fork", "check_fork"), ("teacher_forcing", "check_teacher_forcing"),
-        ("labels", "check_labels"), ("realtime", "check_realtime"),
+        ("labels", "check_labels"), ("long_lockstep", "check_long_lockstep"), ("realtime", "check_realtime"),
     )
 
     async def run(self, report: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
@@ -290,7 +333,8 @@ class Conformance:
         return results
 
 
-def run_conformance(spec: ModelSpec, report: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
+def run_conformance(spec: ModelSpec, report: Callable[[CheckResult], None] | None = None, *,
+                    long_lockstep_s: float = LONG_LOCKSTEP_S, realtime_s: float = REALTIME_S) -> list[CheckResult]:
     """Starts the model from its spec, runs every check, stops it. A start failure is one failed check."""
     backend = make_backend(spec)
     try:
@@ -304,6 +348,7 @@ def run_conformance(spec: ModelSpec, report: Callable[[CheckResult], None] | Non
         start = CheckResult("start", "pass", f"listening on {endpoint.describe()}")
         if report:
             report(start)
-        return [start] + asyncio.run(Conformance(spec, endpoint).run(report))
+        checks = Conformance(spec, endpoint, long_lockstep_s=long_lockstep_s, realtime_s=realtime_s)
+        return [start] + asyncio.run(checks.run(report))
     finally:
         backend.stop()

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,23 @@ from duplexeval.runner.session import SessionOutcome, run_session
 from duplexeval.runner.stimulus import Stimulus
 
 CONFIG_FILE = "session_config.json"
+INTERRUPTED = "INTERRUPTED"  # the server was stopped from outside mid-item: replayed on resume
+# Signals that stop a server from outside (a terminal's Ctrl-C reaching a background run's process
+# group, a service manager's stop). SIGKILL is not among them: it is also how the OOM killer ends
+# a model that ran out of memory, which is the model's fault.
+INTERRUPTING = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP", signal.SIGQUIT: "SIGQUIT"}
+
+
+EXIT_WAIT_S = {"CLOSED": 1.0, "BAD_FRAME": 0.5, "BAD_MESSAGE": 0.5}  # how long a fault may take to become an exit
+
+
+def interrupting_signal(status: int | None) -> str | None:
+    """The name of the outside signal that ended a server with `status` (-N killed by N; 128 + N, as
+    run_server exits after a graceful stop on N), else None."""
+    if status is None or status == 0:
+        return None
+    number = -status if status < 0 else status - 128
+    return next((name for sig, name in INTERRUPTING.items() if int(sig) == number), None)
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 StimulusFactory = Callable[[], Stimulus]
 
@@ -71,12 +89,23 @@ class ModelHost:
         return self.endpoint
 
     def after_fault(self, fault: ModelFault) -> str:
-        """Diagnostics (exit status, stderr tail) for the reason, then a full stop."""
+        """Diagnostics (exit status, stderr tail) for the reason, then a full stop.
+
+        A server stopped by a signal from outside the harness (SIGINT to the process group
+        of a background run, SIGTERM, SIGHUP) says nothing about the model: the fault becomes
+        INTERRUPTED, which a resume replays (`finished_status`)."""
         if self.backend is None:
             return ""
-        deadline = time.monotonic() + 1.0
-        while fault.code == "CLOSED" and self.backend.alive() and time.monotonic() < deadline:
-            time.sleep(0.02)  # a crashing process closes its socket a moment before it exits
+        # A crashing process closes its socket a moment before it exits; one stopping on a
+        # signal may first garble the frames in flight (BAD_FRAME / BAD_MESSAGE).
+        deadline = time.monotonic() + EXIT_WAIT_S.get(fault.code, 0.0)
+        while self.backend.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        by = interrupting_signal(self.backend.exit_status())
+        if by is not None:
+            fault.code = INTERRUPTED
+            fault.reason = (f"the model server was stopped by {by} from outside the harness, not by the model: "
+                            f"a resume replays this item ({fault.reason})")
         text = self.backend.diagnostics()
         # A hung step never finishes: no point waiting for a graceful exit.
         self.close(grace_s=0.0 if fault.code == "TIMEOUT" else 2.0)
@@ -97,6 +126,7 @@ def run_one(host: ModelHost, stimulus: Stimulus, clock: str, rate: int, seed: in
     out = asyncio.run(run_session(endpoint, host.spec, stimulus, clock, rate, seed, prompt))
     if out.fault is not None:
         diag = host.after_fault(out.fault)
+        out.events[-1]["code"] = out.fault.code
         if diag and diag not in out.fault.reason:
             out.fault.reason = f"{out.fault.reason}; {diag}"
             out.events[-1]["reason"] = out.fault.reason
@@ -125,7 +155,7 @@ def finished_status(item_dir: Path) -> dict[str, Any] | None:
     the model) and one whose files no longer match its status.json (DAMAGED).
     """
     st = item_status(item_dir)
-    return None if st is None or st.get("error_code") in ("STARTUP", "DAMAGED") else st
+    return None if st is None or st.get("error_code") in ("STARTUP", "DAMAGED", INTERRUPTED) else st
 
 
 def write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: str, seed: int) -> ItemResult:
@@ -169,7 +199,13 @@ def _write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock:
 def _check_config(out_dir: Path, config: dict) -> None:
     path = out_dir / CONFIG_FILE
     if path.exists():
-        old = json.loads(path.read_text("utf-8"))
+        try:
+            old = json.loads(path.read_text("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:  # name the file: a bare "Expecting value" helps nobody
+            raise ValueError(f"{path}: unreadable ({exc}); it records the settings this folder was run with: "
+                             "restore it, or use a new output folder") from None
+        if not isinstance(old, dict):
+            raise ValueError(f"{path}: not a JSON object; restore it, or use a new output folder")
         changed = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
         if changed:
             raise RunConfigMismatch(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from duplexeval.io import sha256_json
-from duplexeval.specs import Registry, Spec, UnknownSpecError
+from duplexeval.specs import Registry, Spec
 from duplexeval.specs.readings import apply_readings
 
 
@@ -123,5 +123,10 @@ def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = Non
                 jobs.append(Job(registry.get("model", model_id), bench, apply_overrides(bench.data, overrides), overrides,
                                 limit=run.get("limit")))
     if not jobs:
-        raise UnknownSpecError("job", f"{suite_id} narrowed to models={models} benchmarks={benchmarks}", [])
+        in_suite = sorted({m for r in suite.data["runs"] for m in r["models"]})
+        in_benches = sorted({b for r in suite.data["runs"] for b in r["benchmarks"]})
+        asked = "; ".join(f"--{k} {','.join(v)}" for k, v in (("models", models), ("benchmarks", benchmarks)) if v)
+        raise ValueError(f"suite {suite_id!r} has no job for {asked} (its models: {', '.join(in_suite)}; its "
+                         f"benchmarks: {', '.join(in_benches)}); give both --models and --benchmarks to run a pair "
+                         "outside the suite")
     return jobs

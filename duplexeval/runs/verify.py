@@ -78,7 +78,13 @@ def seal_manifest(run_dir: str | Path) -> None:
     path = run_dir / MANIFEST
     if not path.is_file():
         return  # a bare bench folder scored on its own has no manifest to seal
-    manifest = json.loads(path.read_text("utf-8"))
+    try:
+        manifest = json.loads(path.read_text("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable ({exc}); not resealing a damaged manifest (restore it from the "
+                         "run's copy; `duplexeval verify` lists the damage)") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not a JSON object; not resealing a damaged manifest")
     manifest["results_sha256"] = results_hashes(run_dir)
     body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
     atomic_write_json(path, {**body, "manifest_sha256": sha256_json(body)})  # vouches for its own fields
@@ -104,11 +110,21 @@ def _read_json(path: Path, findings: list[Finding]) -> Any:
 
 
 def check_manifest(run_dir: Path) -> list[Finding]:
+    """The manifest is required and sealed: its own sha256 and that of every results file.
+
+    Without it (deleted) or without its seal (replaced by an unsealed one), an edited
+    results.json would read as intact, so both are damage once the run has results; a run
+    stopped before anything was scored has nothing to seal yet (a warning).
+    """
     findings: list[Finding] = []
     path = run_dir / MANIFEST
+    has_results = bool(result_files(run_dir))
     if not path.exists():
-        if any(run_dir.glob("*/*/items")):
-            findings.append(Finding(path, "missing: the run's results are not sealed", damaged=False))
+        if has_results:
+            findings.append(Finding(path, "missing: nothing vouches for the run's results (a run writes and seals "
+                                          "it; restore it from the run's copy)"))
+        elif any(run_dir.glob("*/*/items")):
+            findings.append(Finding(path, "missing: the run was never planned here", damaged=False))
         return findings
     manifest = _read_json(path, findings)
     if manifest is None:
@@ -116,11 +132,16 @@ def check_manifest(run_dir: Path) -> list[Finding]:
     if not isinstance(manifest, dict):
         return [Finding(path, "not a JSON object")]
     body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
-    if "manifest_sha256" in manifest and sha256_json(body) != manifest["manifest_sha256"]:
-        findings.append(Finding(path, "its fields do not match its own manifest_sha256 (edited or altered)"))
+    if "manifest_sha256" in manifest:
+        if sha256_json(body) != manifest["manifest_sha256"]:
+            findings.append(Finding(path, "its fields do not match its own manifest_sha256 (edited or altered)"))
+    elif has_results:
+        findings.append(Finding(path, "not sealed (no manifest_sha256) although the run has results: the run did "
+                                      "not finish scoring (resume it) or the manifest was replaced"))
     sealed = manifest.get("results_sha256")
     if not isinstance(sealed, dict):
-        return findings + [Finding(path, "records no results_sha256 (the run did not finish scoring)", damaged=False)]
+        return findings + [Finding(path, "records no results_sha256 (the run did not finish scoring)",
+                                   damaged=has_results)]
     actual = results_hashes(run_dir)
     for rel, expected in sorted(sealed.items()):
         if rel not in actual:

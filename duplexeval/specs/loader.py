@@ -174,7 +174,20 @@ def schema_error(error: ValidationError, data: Any, origins: Origins, path: Path
             file, line = origins.get(at, (path, 1))
             return SpecError(file, line, format_field(at + (missing[0],)), "required field is missing")
     file, line = origins.get(at, None) or _nearest(at, origins, path)
-    return SpecError(file, line, format_field(at), message)
+    return SpecError(file, line, format_field(at), _without_long_value(message, error.instance))
+
+
+SHOWN_VALUE_CHARS = 60
+
+
+def _without_long_value(message: str, instance: Any) -> str:
+    """jsonschema quotes the whole offending value: a file that is not a spec at all (e.g.
+    /etc/passwd given as a golden file) would be printed back whole. Long values are named
+    by their type and size instead."""
+    shown = repr(instance)
+    if len(shown) <= SHOWN_VALUE_CHARS or shown not in message:
+        return message
+    return message.replace(shown, f"<a {type(instance).__name__} of {len(shown)} characters>")
 
 
 def _nearest(at: tuple, origins: Origins, path: Path) -> tuple[Path, int]:

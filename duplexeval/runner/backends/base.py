@@ -34,6 +34,11 @@ class Backend:
         """The last lines the server wrote to stderr, for error reasons."""
         return ""
 
+    def exit_status(self) -> int | None:
+        """The server's exit status once it has ended (negative: killed by that signal); None while it runs
+        or where the backend cannot tell."""
+        return None
+
     def stop(self, grace_s: float = 2.0) -> None:
         """Stop for good; `grace_s` is how long a graceful exit may take before a kill."""
         raise NotImplementedError

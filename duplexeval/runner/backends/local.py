@@ -53,6 +53,9 @@ class LocalBackend(Backend):
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def exit_status(self) -> int | None:
+        return self.proc.poll() if self.proc is not None else None
+
     def diagnostics(self) -> str:
         parts = []
         if self.proc is not None and self.proc.poll() is not None:

@@ -1,0 +1,49 @@
+"""Which metrics a report's summary tables show for a dimension: the spec's `report.headline`.
+
+Picking by sorting metric names showed MTR's `error` count as the headline of dialogue
+quality and safety (issue 25), hiding the score and the refusal rate. The spec says which
+metrics matter; the report follows it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from duplexeval.reports.run_dir import ResultFile
+
+SPEC_SNAPSHOT = "benchmark.json"  # the resolved benchmark spec the run wrote beside its results
+
+
+def _spec_of(result: ResultFile) -> dict[str, Any] | None:
+    """The benchmark spec the run used (its snapshot), else today's spec of the same id."""
+    snapshot = result.folder / SPEC_SNAPSHOT
+    try:
+        data = json.loads(snapshot.read_text("utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("report"), dict):
+            return data
+    except (OSError, ValueError):
+        pass
+    try:
+        from duplexeval.specs import default_registry
+
+        return default_registry().get("benchmark", result.benchmark).data
+    except Exception:  # a run of a benchmark this machine has no spec for still renders
+        return None
+
+
+def headline_metrics(result: ResultFile, available: dict[str, Any]) -> list[str]:
+    """The spec's headline metrics present in `available` (a metrics table), in the spec's order.
+
+    Without a headline in the spec (a plug-in's older spec): `success` when there is one,
+    else every rate that is not a count of errors or silences, so nothing is hidden.
+    """
+    spec = _spec_of(result) or {}
+    wanted = ((spec.get("report") or {}).get("headline")) or []
+    present = [m for m in wanted if isinstance(available.get(m), dict)]
+    if present:
+        return present
+    if isinstance(available.get("success"), dict):
+        return ["success"]
+    return [k for k, v in available.items() if isinstance(v, dict) and "denominator" in v
+            and k not in ("error", "latency_s", "no_response", "unparseable")]
