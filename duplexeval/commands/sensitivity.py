@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from duplexeval.commands import CommandError
+from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 
 
 @click.command("sensitivity")
@@ -15,18 +16,24 @@ from duplexeval.commands import CommandError
               help="Only this alternative reading (repeatable), e.g. metrics.answer.response_end=episode. "
                    "Default: every other named value of every reading the run's benchmarks have.")
 @click.option("--all", "show_all", is_flag=True, help="Print every metric, also those an alternative does not move.")
-def sensitivity(run_dir: Path, switches: tuple[str, ...], show_all: bool) -> None:
+@allow_damaged_option
+def sensitivity(run_dir: Path, switches: tuple[str, ...], show_all: bool, allow_damaged: bool) -> None:
     """Re-score RUN_DIR under each alternative reading and print what moves.
 
     Per model x benchmark x metric: the value under the run's readings, under the
     alternative, and the difference. Works from the recordings and caches only (judge
     cache in replay mode: no model runs, no judge call is paid for). Writes
-    RUN_DIR/sensitivity.json, which `duplexeval report` shows.
+    RUN_DIR/sensitivity.json, which `duplexeval report` shows. The run is verified
+    first: a damaged run is refused (exit 2) unless --allow-damaged.
     """
     from duplexeval.runs.sensitivity import Switch, moved, sensitivity as run_sensitivity, switch_summary
 
     try:
         parsed = [Switch.parse(s) for s in switches]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--switch") from None
+    verified(run_dir, allow_damaged)
+    try:
         out = run_sensitivity(run_dir, parsed, progress=lambda m: click.echo(f"sensitivity {m}", err=True))
     except ValueError as exc:
         raise CommandError(str(exc)) from None
