@@ -309,16 +309,22 @@ def probe(pin: Pin, filename: str, endpoint: str) -> Any:
 
 
 def list_repository(pin: Pin, endpoint: str) -> dict[str, str | None]:
-    """{path: LFS sha256 or None} of every file of a whole-repository pin, as the hub lists it at the commit."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.hf_api import RepoFile
+    """{path: LFS sha256 or None} of every file of a whole-repository pin, as the hub lists it at the commit.
 
-    api = HfApi(endpoint=endpoint, token=token())
+    One `repo_info` GET (with blobs) and no retries, like `probe`: offline fails at once;
+    the hub's answer must be the pinned commit itself.
+    """
+    from huggingface_hub import HfApi
+
+    info = HfApi(endpoint=endpoint).repo_info(pin.repo, repo_type=pin.repo_type, revision=pin.revision,
+                                             files_metadata=True, timeout=PROBE_TIMEOUT_S, token=token())
+    if getattr(info, "sha", None) and info.sha != pin.revision:
+        raise SnapshotUnavailableError(f"{pin.what}: the hub resolved {pin.revision} to commit {info.sha}")
     out: dict[str, str | None] = {}
-    for entry in api.list_repo_tree(pin.repo, revision=pin.revision, repo_type=pin.repo_type, recursive=True):
-        if isinstance(entry, RepoFile) and check_relative(entry.path):
-            lfs = getattr(entry, "lfs", None)
-            out[entry.path] = getattr(lfs, "sha256", None) if lfs is not None else None
+    for sib in info.siblings or []:
+        if check_relative(sib.rfilename):
+            lfs = sib.lfs
+            out[sib.rfilename] = (lfs.get("sha256") if isinstance(lfs, dict) else getattr(lfs, "sha256", None)) if lfs else None
     return out
 
 
@@ -354,6 +360,8 @@ def fetch(pin: Pin, folder: Path, *, log: Callable[[str], None] = lambda s: None
             raise hub_error(pin, folder, hf_errors.OfflineModeIsEnabled("HF_HUB_OFFLINE"), None, endpoint)
         try:
             listing = list_repository(pin, endpoint)
+        except SnapshotError:
+            raise
         except Exception as exc:  # every hub/network failure becomes one clear message
             raise hub_error(pin, folder, exc, None, endpoint) from None
         if not listing:
