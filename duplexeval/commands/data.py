@@ -115,4 +115,43 @@ def path_command(name: str, revision: str | None, root: Path | None, quick: bool
     click.echo(str(folder))
 
 
+def _converter(name: str):
+    """The family's importer of a published copy: convert(src, out) -> None (raises on what it does not know)."""
+    if name == "mtr-duplexbench":
+        from duplexeval.benchmarks.mtr.published import check_written, convert
+
+        return lambda src, out: check_written(convert(src, out))
+    from duplexeval.benchmarks.mpe.published import convert as convert_mpe
+
+    return convert_mpe
+
+
+@data_group.command("import")
+@click.argument("name")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_cache_option
+def import_command(name: str, path: Path, root: Path | None) -> None:
+    """Convert a published copy of NAME (PATH: normally `duplexeval data path NAME`) into this project's formats.
+
+    Every file is validated first; a structure the importer does not know stops with the
+    file, the keys it found and the first that does not fit, and nothing is written.
+    The paper suites then read the result (docs/data.md).
+    """
+    from duplexeval.benchmarks.mtr.format import DialogueFormatError
+    from duplexeval.data import imported
+
+    try:
+        if sets.data_set(name).kind != "hub":
+            raise sets.DataSetError(f"{name} is read on demand by its benchmark (`duplexeval data fetch {name}`); "
+                                    "there is nothing to import")
+        folder = imported.run_import(name, path, _converter(name), root=root)
+    except snap.SnapshotError as exc:
+        _fail(exc)
+    except (ValueError, DialogueFormatError) as exc:  # the importers' format errors name the file
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    files = imported.read_import_manifest(folder)["files"]
+    click.echo(f"imported {name}: {len(files)} files in {folder}")
+
+
 COMMANDS = [data_group]
