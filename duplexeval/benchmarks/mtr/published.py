@@ -99,14 +99,24 @@ def read_encoding(path: Path) -> list[dict[str, Any]]:
 
 
 def _feature(path: Path, i: int, e: dict[str, Any]) -> str:
+    """The round's feature from its timing keys; a round with none is smooth turn-taking.
+
+    Their pause script reads `pause_start`/`pause_end` with a default of 0.0 and treats
+    0.0/0.0 as "no pause" (it then checks the user turn, as for smooth turn-taking), so a
+    0.0/0.0 pair is no feature here either, and a round of a pause-handling file without
+    pause times is imported as smooth (what its timing supports).
+    """
     ts = e["timestamp"]
-    kinds = [k for k in ("interruption", "pause", "background") if f"{k}_start" in ts or f"{k}_end" in ts]
+    kinds = [k for k in ("interruption", "pause", "background")
+             if (f"{k}_start" in ts or f"{k}_end" in ts) and (ts.get(f"{k}_start"), ts.get(f"{k}_end")) != (0, 0)]
     if len(kinds) > 1:
         raise _refuse(path, ts, f"[{i}].timestamp times {', '.join(kinds)} in one round (one feature per round)")
     for k in kinds:
         if not {f"{k}_start", f"{k}_end"} <= set(ts):
             raise _refuse(path, ts, f"[{i}].timestamp has one of {k}_start / {k}_end without the other")
-    feature = kinds[0] if kinds else "smooth"
+    if not kinds:
+        return "smooth"
+    feature = kinds[0]
     if feature not in [SCENARIOS[p] for p in str(e["scenario"]).split("_")]:
         raise _refuse(path, e, f"[{i}]: its timing is a {feature} round but its scenario is {e['scenario']!r}")
     return feature
