@@ -139,6 +139,7 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
     """
     from duplexeval.benchmarks.mtr.format import DialogueFormatError
     from duplexeval.data import imported
+    from duplexeval.specs import SpecErrors
 
     try:
         if sets.data_set(name).kind != "hub":
@@ -147,7 +148,7 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
         folder = imported.run_import(name, path, _converter(name), root=root)
     except snap.SnapshotError as exc:
         _fail(exc)
-    except (ValueError, DialogueFormatError) as exc:  # the importers' format errors name the file
+    except (ValueError, DialogueFormatError, SpecErrors) as exc:  # the importers' format errors name the file
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     files = imported.read_import_manifest(folder)["files"]
