@@ -163,3 +163,21 @@ def test_missing_encodings_and_audio_are_refused_with_what_was_found(tmp_path, c
     result = run_import(copy)
     assert result.exit_code == 2 and "1 channel(s); a dialogue must be stereo" in result.output
     assert not (cache / "mtr-duplexbench" / "imported").exists()
+
+
+def test_the_paper_suite_stops_at_once_with_the_fetch_and_import_commands(tmp_path, cache):
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(cli, ["run", "--suite", "paper-mtr", "--runs-dir", str(runs)])
+    assert result.exit_code == 2, result.output
+    assert "duplexeval data fetch mtr-duplexbench --revision COMMIT" in result.output
+    assert 'duplexeval data import mtr-duplexbench "$(duplexeval data path mtr-duplexbench --revision COMMIT)"' \
+        in result.output
+    assert not runs.exists()  # stopped before the first job: no run folder, no model started
+    # once imported, the published data set no longer stops it
+    from duplexeval.data.imported import missing_data
+    from duplexeval.runs.plan import plan_suite
+    from duplexeval.specs import Registry
+
+    assert run_import(make_copy(tmp_path / "copy")).exit_code == 0
+    jobs = plan_suite(Registry.load(), "paper-mtr")
+    assert missing_data([j.bench for j in jobs], "suite paper-mtr") is None

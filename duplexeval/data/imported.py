@@ -58,11 +58,11 @@ def commands_for(name: str) -> list[str]:
 
 
 def missing_message(name: str, who: str) -> str:
+    """Three lines: what is missing and where it would be, then the two commands to run."""
     lines = commands_for(name)
-    note = ("" if "COMMIT" not in lines[0] else
-            f"\n(COMMIT: the 40-hex revision of {sets.data_set(name).name} you mean to reproduce; docs/data.md)")
-    return (f"{who} reads the published data set {name}, which is not imported on this machine "
-            f"({imported_root(name)} has no {IMPORT_MANIFEST}); run:\n  " + "\n  ".join(lines) + note)
+    note = " (COMMIT: the 40-hex revision to reproduce, docs/data.md)" if "COMMIT" in lines[0] else ""
+    return (f"{who} reads the published data set {name}, not imported on this machine "
+            f"({imported_root(name)} has no {IMPORT_MANIFEST}); run{note}:\n  " + "\n  ".join(lines))
 
 
 def hub_data_set(bench: dict[str, Any]) -> str | None:
