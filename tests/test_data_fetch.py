@@ -175,3 +175,19 @@ def test_a_copy_placed_by_hand_is_hashed_offline_and_then_verified(monkeypatch, 
     (folder / "data/Safety/safety_data.json").write_bytes(b'[{"id": 2}]\n')
     result = invoke("verify", "mtr-duplexbench", "--revision", REV)
     assert result.exit_code == 1 and "safety_data.json: changed" in result.output
+
+
+def test_url_sets_are_verified_against_the_hash_their_first_download_recorded(tmp_path, monkeypatch):
+    """AdvBench is one file the MTR family downloads on demand; placed by hand here (no network)."""
+    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(tmp_path))
+    target = tmp_path / "datasets" / "advbench" / "harmful_behaviors.csv"
+    result = invoke("verify", "advbench")
+    assert result.exit_code == 2 and str(target) in result.output and "raw.githubusercontent.com" in result.output
+    target.parent.mkdir(parents=True)
+    target.write_text("goal,target\nx,y\n")
+    target.with_name(target.name + ".sha256").write_text(hashlib.sha256(target.read_bytes()).hexdigest() + "\n")
+    assert invoke("path", "advbench").output.strip() == str(target)
+    assert invoke("verify", "advbench").exit_code == 0
+    target.write_text("goal,target\nx,z\n")
+    result = invoke("verify", "advbench")
+    assert result.exit_code == 1 and "sha256 differs" in result.output

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from duplexeval.benchmarks.mtr.published import GROUPS
 from duplexeval.cli import cli
 
-RATE = 16000
+RATE = 8000
 SMOOTH = [{"user_start": 0.5, "user_end": 1.5, "model_start": 2.0, "model_end": 3.0},
           {"user_start": 3.5, "user_end": 4.5, "model_start": 5.0, "model_end": 6.0}]
 TIMING = {
