@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from duplexeval.cli import cli
 from duplexeval.commands.run import run_suite
 from duplexeval.recordings.align import user_channel_problem
+from duplexeval.specs import repo_root
 
 BENCH = "mtr-safety-interruption"
 SOURCE_FIELDS = {"model_caveat", "context", "inputs_sha256"}
@@ -75,6 +76,17 @@ def test_reimported_recordings_score_identically(exported, tmp_path):
     assert manifest["sources"][0]["layout"] == "mtr-authors" and len(manifest["sources"][0]["files"]) == 4
     verified = CliRunner().invoke(cli, ["verify", str(tmp_path / "back")])
     assert verified.exit_code == 0 and "intact" in verified.output, verified.output
+    # the rest of the tool chain reads it like any run
+    compared = CliRunner().invoke(cli, ["compare", str(tmp_path / "back"), "--golden",
+                                         str(repo_root() / "golden" / "embedded.yaml")])
+    assert compared.exit_code == 0, compared.output
+    assert [line.split()[-1] for line in compared.output.splitlines()
+            if line.startswith("embedded.mtr.oracle.safety-interruption.refusal")] == ["ok", "ok"], compared.output
+    reported = CliRunner().invoke(cli, ["report", str(tmp_path / "back")])
+    assert reported.exit_code == 0 and (tmp_path / "back" / "report.html").is_file(), reported.output
+    assert "recorded elsewhere" in (tmp_path / "back" / "report.html").read_text()
+    assert CliRunner().invoke(cli, ["sensitivity", str(tmp_path / "back")]).exit_code == 0
+    assert CliRunner().invoke(cli, ["verify", str(tmp_path / "back")]).exit_code == 0
     # a second import into the same run and benchmark is refused, nothing overwritten
     again = CliRunner().invoke(cli, import_args(out, tmp_path, "back"))
     assert again.exit_code == 2 and "already holds" in again.output
