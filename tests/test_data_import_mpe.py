@@ -62,6 +62,7 @@ def test_published_rows_become_scenes_that_keep_their_clips(tmp_path, cache):
     copy = make_copy(tmp_path / "Duplex-MPE")
     result = run_import(copy)
     assert result.exit_code == 0, result.output
+    assert "scenes: 1 scenes (the paper: 2000 per condition)" in result.output
     from duplexeval.benchmarks.mpe.plan import load_bench_scenes
     from duplexeval.benchmarks.mpe.scenes.render import render_turns
     from duplexeval.specs import Registry

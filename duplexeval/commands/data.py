@@ -153,6 +153,15 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
         sys.exit(2)
     files = imported.read_import_manifest(folder)["files"]
     click.echo(f"imported {name}: {len(files)} files in {folder}")
+    # What the paper suite will plan from it, beside the count the paper states (data.count).
+    data, _ = sets.spec_data(sets.data_set(name))
+    groups: dict[str, int] = {}
+    for rel in files:
+        if rel.endswith((".json", ".yaml")) and "/" in rel:
+            groups[rel.split("/")[0]] = groups.get(rel.split("/")[0], 0) + 1
+    for group, n in sorted(groups.items()):
+        click.echo(f"  {group}: {n} {'scenes' if name == 'duplex-mpe' else 'dialogues'} "
+                   f"(the paper: {data.get('count', '?')} per {'condition' if name == 'duplex-mpe' else 'set'})")
 
 
 COMMANDS = [data_group]
