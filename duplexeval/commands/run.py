@@ -49,6 +49,11 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     suite = registry.get("suite", suite_id).data
     clock = clock or suite["clock"]
     planned = plan_suite(registry, suite_id, models, benchmarks, clock=clock)
+    from duplexeval.data.imported import missing_data
+
+    missing = missing_data([j.bench for j in planned], f"suite {suite_id}")
+    if missing:  # before any job starts: the exact fetch and import commands (docs/data.md)
+        raise FileNotFoundError(missing)
     seed = int(suite.get("seed", 0))
     limit = limit or suite.get("limit")
     run_id = run_id or f"{suite_id}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"

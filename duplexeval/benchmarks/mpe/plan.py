@@ -25,6 +25,11 @@ from duplexeval.specs import repo_root
 
 def load_bench_scenes(bench: dict[str, Any], limit: int | None = None) -> list:
     data = bench["data"]
+    if data.get("source") == "public" and data.get("dataset") == "duplex-mpe" and "path" not in data:
+        from duplexeval.benchmarks.mpe.published import imported_scenes_dir  # `duplexeval data import duplex-mpe`
+
+        scenes = load_scenes(imported_scenes_dir(bench))
+        return scenes[:limit] if limit else scenes
     if data.get("source") != "embedded" or "path" not in data:
         raise FileNotFoundError(
             f"benchmark {bench['id']}: data source {data.get('source')!r} ({data.get('dataset', '?')}) is not on this "

@@ -147,6 +147,10 @@ def dialogues_for(bench: dict[str, Any], rate: int) -> list[Path]:
 
     data = bench["data"]
     name = data.get("dataset", "")
+    if name == "mtr-duplexbench":  # the published copy, imported by `duplexeval data import` (docs/data.md)
+        from duplexeval.benchmarks.mtr.published import imported_dialogues
+
+        return imported_dialogues(bench)
     if data.get("source") == "licensed" or name == "candor":
         fetch("candor")  # raises with instructions
     parsers = {"advbench": parse_advbench, "llama-questions": parse_questions}

@@ -52,9 +52,12 @@ def render_turns(scene: Scene, condition: str, rate: int, cache: Path | None = N
     turns = conversation(scene, condition)
     preamble = synthesize(scene.preamble_text, scene.preamble_voice, rate, cache_dir=_tts_dir(cache),
                           tts=tts, speaker="preamble")
+    clips = (scene.data.get("audio") or {}).get(condition)  # a published set's own clips: never re-synthesised
+    if clips is not None and len(clips) != len(turns):
+        raise ValueError(f"{scene.path}: audio.{condition} lists {len(clips)} clips for {len(turns)} turns")
     rendered = tuple(
-        RenderedTurn(turn, synthesize(turn.text, turn.voice, rate, cache_dir=_tts_dir(cache), tts=tts,
-                                      speaker=turn.speaker))
+        RenderedTurn(turn, published_clip(scene, clips[turn.index], rate) if clips else
+                     synthesize(turn.text, turn.voice, rate, cache_dir=_tts_dir(cache), tts=tts, speaker=turn.speaker))
         for turn in turns
     )
     digest = sha256_json({
@@ -65,6 +68,25 @@ def render_turns(scene: Scene, condition: str, rate: int, cache: Path | None = N
         "turns": [[t.turn.voice, t.turn.label, t.turn.text, _audio_sha(t.audio)] for t in rendered],
     })
     return RenderedConversation(scene.id, condition, rate, preamble, rendered, digest)
+
+
+def published_clip(scene: Scene, path: str, rate: int) -> np.ndarray:
+    """A published turn clip (mono) at `rate`, float32; the scene file names it (scene `audio` block)."""
+    import soundfile as sf
+
+    p = Path(path) if Path(path).is_absolute() or scene.path is None else Path(scene.path).parent / path
+    try:
+        audio, sr = sf.read(str(p), dtype="float32", always_2d=True)
+    except (RuntimeError, OSError) as exc:
+        raise FileNotFoundError(f"{scene.path}: audio clip {p}: {exc}") from None
+    if audio.shape[1] != 1:
+        raise ValueError(f"{p}: a turn clip must be mono, got {audio.shape[1]} channels (scene {scene.id})")
+    mono = audio[:, 0]
+    if sr != rate:
+        import soxr
+
+        mono = soxr.resample(mono, sr, rate).astype(np.float32)
+    return mono
 
 
 def _tts_dir(cache: Path | None) -> Path | None:

@@ -1,0 +1,167 @@
+"""`duplexeval data fetch|verify|path NAME`: a published data set at its pinned revision, hashed.
+
+Hub sets (mtr-duplexbench, duplex-mpe) go through `duplexeval.data.snapshot`, the
+mechanism `duplexeval weights` uses: the whole repository at one commit, a sha256
+manifest written last, `verify` re-hashing every byte. URL sets (advbench,
+llama-questions) are the MTR family's downloads. Errors are 1-3 lines, never a
+traceback: exit 2 when the data is missing, unpinned or cannot be fetched (naming the
+repository, the revision and where to place a copy by hand), 1 when a file changed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from duplexeval.data import sets
+from duplexeval.data import snapshot as snap
+
+_cache_option = click.option(
+    "--cache", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Data cache root (default: $DUPLEXEVAL_DATA_CACHE, else $DUPLEXEVAL_CACHE/datasets).")
+_revision_option = click.option(
+    "--revision", default=None, metavar="COMMIT",
+    help="The 40-hex commit to use when the benchmark spec pins none (a pinned spec refuses another).")
+
+
+def _fail(exc: snap.SnapshotError) -> None:
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _url_set(name: str, action: str) -> None:
+    """fetch / verify / path of a URL data set (the MTR family's loader)."""
+    from duplexeval.benchmarks.mtr.datasets import DATASETS, DatasetUnavailable, _check, data_cache
+    from duplexeval.benchmarks.mtr.datasets import fetch as fetch_url
+
+    try:
+        if action == "fetch":
+            click.echo(str(fetch_url(name)))
+            return
+        path = data_cache() / name / DATASETS[name]["file"]
+        if not path.is_file():
+            click.echo(f"error: data set {name}: not fetched: {DATASETS[name]['url']}\n"
+                       f"run `duplexeval data fetch {name}`, or place the file at {path} by hand", err=True)
+            sys.exit(2)
+        _check(path, None)  # against the sha256 the first download recorded beside the file
+    except DatasetUnavailable as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1 if "differs" in str(exc) else 2)
+    click.echo(str(path) if action == "path" else f"verified {name} in {path}")
+
+
+@click.group("data")
+def data_group() -> None:
+    """Fetch, verify and locate the benchmarks' published data sets (docs/data.md)."""
+
+
+@data_group.command("fetch")
+@click.argument("name")
+@_revision_option
+@_cache_option
+def fetch_command(name: str, revision: str | None, root: Path | None) -> None:
+    """Download NAME at its pinned revision (files placed by hand are hashed, not downloaded).
+
+    The token, for a gated repository, is read from HF_TOKEN only.
+    """
+    try:
+        if sets.data_set(name).kind == "url":
+            return _url_set(name, "fetch")
+        pin = sets.hub_pin(name, revision)
+        folder = snap.fetch(pin, sets.folder(pin, root), log=lambda s: click.echo(s, err=True),
+                            manifest_extra={"data_set": name})
+    except snap.SnapshotError as exc:
+        _fail(exc)
+    click.echo(f"verified data set {name} ({pin.repo}@{pin.revision}) in {folder}")
+
+
+@data_group.command("verify")
+@click.argument("name")
+@_revision_option
+@_cache_option
+def verify_command(name: str, revision: str | None, root: Path | None) -> None:
+    """Re-hash every file of NAME's folder; name each missing, changed or added file."""
+    try:
+        if sets.data_set(name).kind == "url":
+            return _url_set(name, "verify")
+        pin = sets.hub_pin(name, revision)
+        folder = sets.folder(pin, root)
+        problems = snap.check_folder(pin, folder, rehash=True, memo=False)
+    except snap.SnapshotError as exc:
+        _fail(exc)
+    for problem in problems:
+        click.echo(f"BAD {folder}/{problem}")
+    click.echo(f"verified data set {name} ({pin.repo}@{pin.revision}) in {folder}: {len(problems)} problem(s)")
+    if problems:
+        _fail(snap.verification_error(pin, folder, problems))
+
+
+@data_group.command("path")
+@click.argument("name")
+@_revision_option
+@_cache_option
+@click.option("--quick", is_flag=True, help="Trust files whose size and mtime match the manifest (no re-hash).")
+def path_command(name: str, revision: str | None, root: Path | None, quick: bool) -> None:
+    """Print NAME's verified folder (what `data import` reads)."""
+    try:
+        if sets.data_set(name).kind == "url":
+            return _url_set(name, "path")
+        pin = sets.hub_pin(name, revision)
+        folder = snap.verified_folder(pin, sets.folder(pin, root), rehash=not quick)
+    except snap.SnapshotError as exc:
+        _fail(exc)
+    click.echo(str(folder))
+
+
+def _converter(name: str):
+    """The family's importer of a published copy: convert(src, out) -> None (raises on what it does not know)."""
+    if name == "mtr-duplexbench":
+        from duplexeval.benchmarks.mtr.published import check_written, convert
+
+        return lambda src, out: check_written(convert(src, out))
+    from duplexeval.benchmarks.mpe.published import convert as convert_mpe
+
+    return convert_mpe
+
+
+@data_group.command("import")
+@click.argument("name")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_cache_option
+def import_command(name: str, path: Path, root: Path | None) -> None:
+    """Convert a published copy of NAME (PATH: normally `duplexeval data path NAME`) into this project's formats.
+
+    Every file is validated first; a structure the importer does not know stops with the
+    file, the keys it found and the first that does not fit, and nothing is written.
+    The paper suites then read the result (docs/data.md).
+    """
+    from duplexeval.benchmarks.mtr.format import DialogueFormatError
+    from duplexeval.data import imported
+    from duplexeval.specs import SpecErrors
+
+    try:
+        if sets.data_set(name).kind != "hub":
+            raise sets.DataSetError(f"{name} is read on demand by its benchmark (`duplexeval data fetch {name}`); "
+                                    "there is nothing to import")
+        folder = imported.run_import(name, path, _converter(name), root=root)
+    except snap.SnapshotError as exc:
+        _fail(exc)
+    except (ValueError, DialogueFormatError, SpecErrors) as exc:  # the importers' format errors name the file
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    files = imported.read_import_manifest(folder)["files"]
+    click.echo(f"imported {name}: {len(files)} files in {folder}")
+    # What the paper suite will plan from it, beside the count the paper states (data.count).
+    data, _ = sets.spec_data(sets.data_set(name))
+    groups: dict[str, int] = {}
+    for rel in files:
+        if rel.endswith((".json", ".yaml")) and "/" in rel:
+            groups[rel.split("/")[0]] = groups.get(rel.split("/")[0], 0) + 1
+    for group, n in sorted(groups.items()):
+        click.echo(f"  {group}: {n} {'scenes' if name == 'duplex-mpe' else 'dialogues'} "
+                   f"(the paper: {data.get('count', '?')} per {'condition' if name == 'duplex-mpe' else 'set'})")
+
+
+COMMANDS = [data_group]

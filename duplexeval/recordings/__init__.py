@@ -1,0 +1,7 @@
+"""Recordings made outside duplexeval: checked against the stimulus, imported as a run, scored like any run.
+
+`align` checks a file's user channel against the stimulus by cross-correlation; `run_folder`
+writes the run folder of imported recordings (marked as recorded elsewhere). Which items a
+benchmark expects and how its files are named is its family's (e.g.
+`duplexeval.benchmarks.mtr.recordings`).
+"""
