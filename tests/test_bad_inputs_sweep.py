@@ -175,3 +175,16 @@ def test_the_run_folder_of_a_good_run_id_stays_inside_runs_dir(t):
     for good in ("embedded", "embedded-20261202-052258", "a.b_c-1"):
         assert RUN_ID.fullmatch(good) and (t / "runs" / good).resolve().parent == (t / "runs").resolve()
     assert not os.path.exists(t / "runs")
+
+
+def test_a_corrupt_manifest_or_session_config_is_named(tmp_path):
+    """`score` re-seals the manifest and a resume reads session_config.json: both name the file."""
+    from duplexeval.runner.items import _check_config
+    from duplexeval.runs.verify import seal_manifest
+
+    (tmp_path / "manifest.json").write_text("{corrupt")
+    with pytest.raises(ValueError, match=r"manifest\.json: unreadable"):
+        seal_manifest(tmp_path)
+    (tmp_path / "session_config.json").write_text("")
+    with pytest.raises(ValueError, match=r"session_config\.json: unreadable"):
+        _check_config(tmp_path, {"clock": "lockstep"})
