@@ -188,3 +188,17 @@ def test_a_corrupt_manifest_or_session_config_is_named(tmp_path):
     (tmp_path / "session_config.json").write_text("")
     with pytest.raises(ValueError, match=r"session_config\.json: unreadable"):
         _check_config(tmp_path, {"clock": "lockstep"})
+
+
+def test_more_local_jobs_than_cores_is_warned_and_far_more_refused(capsys):
+    import click
+
+    from duplexeval.commands.bounds import LOCAL_JOBS_PER_CORE, check_executor, cores
+
+    check_executor("local", cores(), None)
+    assert capsys.readouterr().err == ""
+    check_executor("local", cores() + 1, None)
+    assert "more than this machine's" in capsys.readouterr().err
+    with pytest.raises(click.BadParameter, match="would only thrash"):
+        check_executor("local", LOCAL_JOBS_PER_CORE * cores() + 1, None)
+    check_executor("ray", LOCAL_JOBS_PER_CORE * cores() + 1, None)  # a cluster may hold more than this machine
