@@ -234,7 +234,7 @@ def _print_results(outcomes) -> None:
                          + (f" INCOMPLETE: {lost} error" if lost else ""))
         not_ok = sum(v for k, v in items.items() if k not in ("ok", "total") and isinstance(v, int))
         ok = items.get("ok", items["total"] - not_ok if isinstance(items.get("total"), int) else "?")
-        click.echo(f"{o.job.key}: items {ok} ok, {not_ok} not ok; " + "; ".join(parts))
+        click.echo(f"{o.job.key}: items {ok} ok, {not_ok} error; " + "; ".join(parts))
 
 
 COMMANDS = [run]
