@@ -39,12 +39,11 @@ def _wav_with_rate(path: Path, rate: int) -> None:
                      + struct.pack("<I", len(data)) + data)
 
 
-@pytest.fixture
-def t(tmp_path, monkeypatch) -> Path:
-    """The bad inputs, a sealed run and a filled judge cache; the working folder is tmp_path."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DUPLEXEVAL_TRACEBACK_DIR", str(tmp_path / "tracebacks"))
-    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(tmp_path / "cache"))
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> Path:
+    """The bad inputs, sealed runs and a filled judge cache, made once: every case checks that it
+    changed nothing, so the next case finds them as they were."""
+    tmp_path = tmp_path_factory.mktemp("sweep")
     sf.write(tmp_path / "ok.wav", np.zeros(16000, dtype=np.float32), 16000)
     _wav_with_rate(tmp_path / "hugerate.wav", 2**31 - 1)
     (tmp_path / "laughs.yaml").write_text(BILLION_LAUGHS)
@@ -64,6 +63,15 @@ def t(tmp_path, monkeypatch) -> Path:
                                messages=[{"role": "user", "content": f"q{n}"}], decoding={}, artifacts={})
         cache.put(cache_key(parts), parts, {"text": f"a{n}"}, {"judge_id": "j"})
     return tmp_path
+
+
+@pytest.fixture
+def t(inputs, monkeypatch) -> Path:
+    """The inputs' folder as the working folder, with its own cache and traceback folders."""
+    monkeypatch.chdir(inputs)
+    monkeypatch.setenv("DUPLEXEVAL_TRACEBACK_DIR", str(inputs / "tracebacks"))
+    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(inputs / "cache"))
+    return inputs
 
 
 # (command line with {t} for the fixture folder, exit code, texts the message must name, extra environment)
