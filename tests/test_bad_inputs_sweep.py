@@ -39,12 +39,11 @@ def _wav_with_rate(path: Path, rate: int) -> None:
                      + struct.pack("<I", len(data)) + data)
 
 
-@pytest.fixture
-def t(tmp_path, monkeypatch) -> Path:
-    """The bad inputs, a sealed run and a filled judge cache; the working folder is tmp_path."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DUPLEXEVAL_TRACEBACK_DIR", str(tmp_path / "tracebacks"))
-    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(tmp_path / "cache"))
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> Path:
+    """The bad inputs, sealed runs and a filled judge cache, made once: every case checks that it
+    changed nothing, so the next case finds them as they were."""
+    tmp_path = tmp_path_factory.mktemp("sweep")
     sf.write(tmp_path / "ok.wav", np.zeros(16000, dtype=np.float32), 16000)
     _wav_with_rate(tmp_path / "hugerate.wav", 2**31 - 1)
     (tmp_path / "laughs.yaml").write_text(BILLION_LAUGHS)
@@ -64,6 +63,15 @@ def t(tmp_path, monkeypatch) -> Path:
                                messages=[{"role": "user", "content": f"q{n}"}], decoding={}, artifacts={})
         cache.put(cache_key(parts), parts, {"text": f"a{n}"}, {"judge_id": "j"})
     return tmp_path
+
+
+@pytest.fixture
+def t(inputs, monkeypatch) -> Path:
+    """The inputs' folder as the working folder, with its own cache and traceback folders."""
+    monkeypatch.chdir(inputs)
+    monkeypatch.setenv("DUPLEXEVAL_TRACEBACK_DIR", str(inputs / "tracebacks"))
+    monkeypatch.setenv("DUPLEXEVAL_CACHE", str(inputs / "cache"))
+    return inputs
 
 
 # (command line with {t} for the fixture folder, exit code, texts the message must name, extra environment)
@@ -175,3 +183,30 @@ def test_the_run_folder_of_a_good_run_id_stays_inside_runs_dir(t):
     for good in ("embedded", "embedded-20261202-052258", "a.b_c-1"):
         assert RUN_ID.fullmatch(good) and (t / "runs" / good).resolve().parent == (t / "runs").resolve()
     assert not os.path.exists(t / "runs")
+
+
+def test_a_corrupt_manifest_or_session_config_is_named(tmp_path):
+    """`score` re-seals the manifest and a resume reads session_config.json: both name the file."""
+    from duplexeval.runner.items import _check_config
+    from duplexeval.runs.verify import seal_manifest
+
+    (tmp_path / "manifest.json").write_text("{corrupt")
+    with pytest.raises(ValueError, match=r"manifest\.json: unreadable"):
+        seal_manifest(tmp_path)
+    (tmp_path / "session_config.json").write_text("")
+    with pytest.raises(ValueError, match=r"session_config\.json: unreadable"):
+        _check_config(tmp_path, {"clock": "lockstep"})
+
+
+def test_more_local_jobs_than_cores_is_warned_and_far_more_refused(capsys):
+    import click
+
+    from duplexeval.commands.bounds import LOCAL_JOBS_PER_CORE, check_executor, cores
+
+    check_executor("local", cores(), None)
+    assert capsys.readouterr().err == ""
+    check_executor("local", cores() + 1, None)
+    assert "more than this machine's" in capsys.readouterr().err
+    with pytest.raises(click.BadParameter, match="would only thrash"):
+        check_executor("local", LOCAL_JOBS_PER_CORE * cores() + 1, None)
+    check_executor("ray", LOCAL_JOBS_PER_CORE * cores() + 1, None)  # a cluster may hold more than this machine

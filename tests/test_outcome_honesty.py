@@ -83,3 +83,11 @@ def test_score_exits_4_and_names_the_lost_items(faulty_run):
     assert scored.returncode == 4, scored.stdout + scored.stderr
     assert "errors: faulty/mpe-explicit" in scored.stderr
     assert duplexeval(["verify", str(run)], env).returncode == 0  # rescoring re-sealed the manifest
+
+
+def test_reproduce_exits_4_when_its_comparisons_pass_but_items_errored(faulty_run):
+    run, _, env = faulty_run
+    done = duplexeval(["reproduce", "--suite", "faulty", "--runs-dir", str(run.parent), "--run-id", run.name], env)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "errors: faulty/mpe-explicit" in done.stderr and "every comparison within tolerance, but" in done.stderr
+    assert (run / "report.html").is_file() and "INCOMPLETE" in (run / "report.html").read_text()

@@ -14,7 +14,8 @@ import click
 from duplexeval.commands.runner import backend_options
 from duplexeval.commands.bounds import run_id_name
 from duplexeval.commands.run import (RUN_ERRORS, _print_results, _split, check_options, executor_options,
-                                     exit_if_items_errored, run_suite)
+                                     print_item_errors, run_suite)
+from duplexeval.runs.outcomes import ITEMS_ERRORED
 from duplexeval.specs import Registry, repo_root
 
 
@@ -75,10 +76,13 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
     click.echo("")
     for fmt, path in written.items():
         click.echo(f"report ({fmt}): {path}")
+    lost = print_item_errors(outcomes)
     if not ok:
         click.echo("reproduce: some comparisons failed (see above)", err=True)
         sys.exit(1)
-    exit_if_items_errored(outcomes)  # every comparison passed, but a lost item still fails the command (4)
+    if lost:  # every comparison passed, but a lost item still fails the command
+        click.echo(f"reproduce: every comparison within tolerance, but {lost} item(s) errored", err=True)
+        sys.exit(ITEMS_ERRORED)
     click.echo("reproduce: every comparison within tolerance")
 
 

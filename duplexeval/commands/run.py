@@ -202,17 +202,24 @@ def check_options(backend: str | None, endpoint: str | None, executor: str, jobs
     check_executor(executor, jobs, ray_address)
 
 
-def exit_if_items_errored(outcomes) -> None:
-    """After everything is written: one line per job that lost items, by error code, and exit 4."""
-    from duplexeval.runs.outcomes import ITEMS_ERRORED, error_line, job_errors
+def print_item_errors(outcomes) -> int:
+    """One line per job that lost items, with its error counts by code; returns how many items."""
+    from duplexeval.runs.outcomes import job_errors, error_line
 
     errored = job_errors(outcomes)
     for key, codes in errored:
         click.echo("errors: " + error_line(key, codes), err=True)
-    if errored:
-        total = sum(sum(c.values()) for _, c in errored)
-        click.echo(f"run: {total} item(s) errored in {len(errored)} job(s): their cells are marked incomplete "
-                   f"(exit {ITEMS_ERRORED})", err=True)
+    total = sum(sum(c.values()) for _, c in errored)
+    if total:
+        click.echo(f"{total} item(s) errored in {len(errored)} job(s): their cells are marked incomplete", err=True)
+    return total
+
+
+def exit_if_items_errored(outcomes) -> None:
+    """After everything is written: the error lines, and exit 4 when any item errored."""
+    from duplexeval.runs.outcomes import ITEMS_ERRORED
+
+    if print_item_errors(outcomes):
         sys.exit(ITEMS_ERRORED)
 
 
@@ -232,7 +239,7 @@ def _print_results(outcomes) -> None:
                          + (f" INCOMPLETE: {lost} error" if lost else ""))
         not_ok = sum(v for k, v in items.items() if k not in ("ok", "total") and isinstance(v, int))
         ok = items.get("ok", items["total"] - not_ok if isinstance(items.get("total"), int) else "?")
-        click.echo(f"{o.job.key}: items {ok} ok, {not_ok} not ok; " + "; ".join(parts))
+        click.echo(f"{o.job.key}: items {ok} ok, {not_ok} error; " + "; ".join(parts))
 
 
 COMMANDS = [run]
