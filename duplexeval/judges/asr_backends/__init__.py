@@ -96,7 +96,7 @@ class OpenAIWhisperBackend(LocalWeightsBackend):
 
     def effective_options(self, options: dict[str, Any]) -> dict[str, Any]:
         if options.get("condition_on_previous_text"):
-            raise ValueError("condition_on_previous_text must stay False (DESIGN: Real components)")
+            raise ValueError("condition_on_previous_text must stay False (docs/judges.md: it carries one window's hallucination into the next)")
         out = {"temperature": 0.0, "condition_on_previous_text": False, **options}
         if isinstance(out["temperature"], (list, tuple)):
             out["temperature"] = [float(t) for t in out["temperature"]]  # a fallback ladder, canonical in the key

@@ -30,7 +30,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "beam_size": 5,
     "temperature": 0.0,  # no temperature fallback: the same audio gives the same words
     "vad_filter": False,  # our own Silero VAD decides where speech is
-    "condition_on_previous_text": False,  # DESIGN: avoids hallucinated carry-over
+    "condition_on_previous_text": False,  # docs/judges.md: avoids hallucinated carry-over
     "word_timestamps": True,
 }
 
@@ -85,7 +85,7 @@ class FasterWhisperBackend(Backend):
 
     def effective_options(self, options: dict[str, Any]) -> dict[str, Any]:
         if options.get("condition_on_previous_text"):
-            raise ValueError("condition_on_previous_text must stay False (DESIGN: Real components)")
+            raise ValueError("condition_on_previous_text must stay False (docs/judges.md: it carries one window's hallucination into the next)")
         return {**DEFAULT_OPTIONS, **options}
 
     def _load(self, model: str):

@@ -1,7 +1,7 @@
 """stable-ts: stabilised Whisper word timestamps (named in the design card); an optional extra.
 
 stable-ts imports torchaudio at top level, and no torchaudio loads beside the CPU torch
-2.13.0 this project's venv uses (DESIGN: Real components), so it runs in the harness image
+2.13.0 this project's venv uses (docs/judges.md), so it runs in the harness image
 (`images/harness/`, a matching torch/torchaudio pair). Same weights as whisper-timestamped
 (an openai-whisper checkpoint from a spec, or a local path), same option rule, same
 `Transcript`.

@@ -4,7 +4,7 @@ The MTR public code (Eval/asr_incremental_save.py) calls
 `whisper_timestamped.transcribe(whisper.load_model("medium.en"), audio, beam_size=5,
 best_of=5, temperature=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0), vad=False, detect_disfluencies=False,
 language="en", include_punctuation_in_confidence=False)`; `specs/benchmarks/_mtr-base.yaml`
-records exactly those settings, plus `condition_on_previous_text: false` (DESIGN; the
+records exactly those settings, plus `condition_on_previous_text: false` (docs/judges.md; the
 public code leaves Whisper's default, True) and whisper-timestamped's own `seed` (1234),
 which makes the sampled temperature fallbacks repeatable.
 

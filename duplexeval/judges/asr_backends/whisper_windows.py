@@ -1,7 +1,7 @@
 """Whisper's per-window work, remembered by the window's exact features.
 
 Why: faster-whisper reads a long clip as 30 s windows, and with
-`condition_on_previous_text` off (DESIGN: it must be) what the model returns for a window
+`condition_on_previous_text` off (docs/judges.md: it must be) what the model returns for a window
 (the decoded tokens, their scores, the word alignment) depends on the window's log-Mel
 features and the call's arguments alone. Clips that share their opening audio share their
 opening windows: the babbler plays the same loop from frame 0 in every conversation, so
