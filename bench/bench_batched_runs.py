@@ -1,0 +1,132 @@
+"""Batched sessions in whole runs: `duplexeval run` on the same units at N = 1, 2, 4, 8 sessions per server.
+
+For each model and each N in `--sessions`, runs
+
+    duplexeval run --models M --benchmarks mpe-explicit --limit L --max-sessions N
+
+as a child process (serial executor, one model server), side by side in this one process
+tree, and times the playing of the units alone: from the line announcing the job's units
+(planning done: the summary line under its header) to the line announcing its scoring (every unit played). Scoring (VAD,
+ASR, judges) is excluded. Prints per model the speedup of each N over N = 1, and whether
+the run's files equal the N = 1 run's: item files, records.jsonl and results.json (the
+reference agents must be byte-identical). moshi-tiny's width-N server runs other kernels
+than width 1 (docs/runner.md, "Batched sessions in runs"): for it the script prints the
+largest difference between the recordings' model channels in s16 steps and whether the
+records are identical anyway.
+
+    .venv/bin/python bench/bench_batched_runs.py [--sessions 1,2,4,8] [--limit 8]
+        [--models silent,babbler,oracle] [--moshi-limit 8] [--no-moshi] [--runs-dir DIR]
+
+A spec's own `launch.max_sessions` is the most a run may use: the reference agents
+declare 4 and moshi-tiny 8, so the reference agents' N = 8 runs at 4 (printed as such).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import soundfile as sf  # noqa: E402
+
+from duplexeval.runner import load_model_spec  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = "mpe-explicit"
+
+
+def play_time(model: str, n: int, limit: int, runs_dir: Path) -> tuple[float, Path]:
+    """Seconds from the job's plan summary to 'scoring' of one `duplexeval run` at --max-sessions n."""
+    run_id = f"{model}-n{n}"
+    cmd = [sys.executable, "-m", "duplexeval.cli", "run", "--models", model, "--benchmarks", BENCH,
+           "--limit", str(limit), "--max-sessions", str(n), "--runs-dir", str(runs_dir), "--run-id", run_id]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    start = end = None
+    lines: list[str] = []
+    for line in proc.stdout:
+        lines.append(line)
+        text = line.strip()
+        if start is None and len(lines) > 1 and lines[-2].startswith("[1/1] "):
+            start = time.monotonic()  # the plan's summary line ("8 conversations"): units start now
+        elif start is not None and end is None and text.startswith("scoring "):
+            end = time.monotonic()
+    if proc.wait() != 0 or start is None or end is None:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{''.join(lines[-30:])}")
+    return end - start, runs_dir / run_id / model / BENCH
+
+
+def job_files(job: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(job)): p.read_bytes() for p in sorted(job.rglob("*")) if p.is_file()}
+
+
+def recording_lsb_diff(a: Path, b: Path) -> int:
+    """Largest |difference| of the model channels of two jobs' recordings, in s16 steps."""
+    worst = 0
+    for rec in sorted((a / "items").glob("*/recording.wav")):
+        x, _ = sf.read(rec, dtype="int16")
+        y, _ = sf.read(b / "items" / rec.parent.name / "recording.wav", dtype="int16")
+        if x.shape != y.shape:
+            return -1
+        worst = max(worst, int(np.abs(x[:, 1].astype(np.int32) - y[:, 1].astype(np.int32)).max()))
+    return worst
+
+
+def bench_model(model: str, sessions: list[int], limit: int, runs_dir: Path) -> dict[int, float]:
+    width = load_model_spec(model).max_sessions
+    times, jobs = {}, {}
+    for n in sessions:
+        times[n], jobs[n] = play_time(model, n, limit, runs_dir)
+    ref = jobs[sessions[0]]
+    base = job_files(ref)
+    for n in sessions:
+        files = job_files(jobs[n])
+        same = files == base
+        records = all(files.get(k) == base.get(k) for k in ("records.jsonl", "results.json"))
+        note = f" (runs at {width}: the spec's launch.max_sessions)" if n > width else ""
+        line = (f"  {model} N={n}{note}: playing {times[n]:.1f} s, speedup {times[sessions[0]] / times[n]:.2f}x; "
+                f"files identical to N={sessions[0]}: {'yes' if same else 'no'}")
+        if not same:
+            diff = recording_lsb_diff(ref, jobs[n])
+            line += (f"; records.jsonl and results.json identical: {'yes' if records else 'no'}; "
+                     f"recordings' model channel differs by at most {diff} s16 step(s)")
+        print(line, flush=True)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", default="1,2,4,8")
+    ap.add_argument("--models", default="silent,babbler,oracle")
+    ap.add_argument("--limit", type=int, default=8, help="MPE conversations per reference-agent run")
+    ap.add_argument("--moshi-limit", type=int, default=8, help="MPE conversations per moshi-tiny run")
+    ap.add_argument("--no-moshi", action="store_true")
+    ap.add_argument("--runs-dir", type=Path, default=None)
+    args = ap.parse_args()
+    sessions = [int(s) for s in args.sessions.split(",")]
+    runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="bench-batched-"))
+    print(f"batched sessions in `duplexeval run` ({BENCH}, serial executor, lockstep; playing time, scoring "
+          f"excluded), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; runs in {runs_dir}", flush=True)
+    total: dict[int, float] = {n: 0.0 for n in sessions}
+    for model in args.models.split(","):
+        for n, t in bench_model(model, sessions, args.limit, runs_dir).items():
+            total[n] += t
+    ref = sessions[0]
+    print("reference agents (" + args.models + ", together): "
+          + ", ".join(f"N={n}: {total[ref] / total[n]:.2f}x" for n in sessions), flush=True)
+    if not args.no_moshi:
+        moshi = bench_model("moshi-tiny", sessions, args.moshi_limit, runs_dir)
+        for n in sessions:
+            print(f"moshi-tiny speedup N={n}: {moshi[ref] / moshi[n]:.2f}x", flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
