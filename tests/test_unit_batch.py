@@ -61,7 +61,7 @@ def test_a_session_failing_inside_a_batch_errors_only_its_own_item(tmp_path):
     alone = run_items(load_model_spec("babbler").with_max_sessions(1), items, tmp_path / "alone", seed=SEED)
     assert [r.status for r in alone] == ["ok"] * 4
 
-    spec = model_spec_from(fault_spec(4, doomed=["item-1"]))
+    spec = model_spec_from(fault_spec(4, doomed=["item-1"])).with_max_sessions(None)  # as a run starts it
     out = prepare_out_dir(spec, [i for i, _ in items], tmp_path / "batched", "lockstep", RATE, SEED, None)
     host = ModelHost(spec)
     try:
@@ -96,7 +96,7 @@ def test_units_of_a_batch_are_stepped_together_on_one_server(tmp_path):
                    "command": ["{python}", str(TESTS / "batch_probe_agent.py"), "--socket", "{socket}",
                                "--batch-wait-ms", "2000"],
                    "env": {"PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS)])}},
-        "audio": {"in_rate": 16000, "out_rate": 16000, "frame_ms": 80}})
+        "audio": {"in_rate": 16000, "out_rate": 16000, "frame_ms": 80}}).with_max_sessions(None)
     assert spec.local_argv("/s")[-2:] == ["--max-sessions", "3"]  # the harness starts it at the spec's width
     items = [(f"u{k}", lambda k=k: FileStimulus(tone(1.6, seed=k), RATE)) for k in range(3)]
     out = prepare_out_dir(spec, [i for i, _ in items], tmp_path, "lockstep", RATE, SEED, None)
@@ -137,10 +137,11 @@ def test_a_width_that_changes_bytes_is_part_of_the_folders_identity(tmp_path):
     with pytest.raises(RunConfigMismatch, match="max_sessions changed"):
         prepare_out_dir(inexact.with_max_sessions(2), ["a"], tmp_path / "m", "lockstep", RATE, 0, None)
     # The reference agents are exact: their folders resume at any width.
-    assert base.max_sessions == 4 and base.batch_exact
-    prepare_out_dir(base, ["a"], tmp_path / "r", "lockstep", RATE, 0, None)
+    assert base.max_sessions == 1 and base.with_max_sessions(None).max_sessions == 4 and base.batch_exact
+    prepare_out_dir(base.with_max_sessions(None), ["a"], tmp_path / "r", "lockstep", RATE, 0, None)
     prepare_out_dir(base.with_max_sessions(1), ["a"], tmp_path / "r", "lockstep", RATE, 0, None)
     assert base.with_max_sessions(64).max_sessions == 4  # a cap never raises the spec's width
+    assert base.local_argv("/s")[-2:] == ["--socket", "/s"]  # a plain launch (session, conformance): one session
 
 
 def test_bad_widths_are_named(tmp_path):

@@ -49,9 +49,12 @@ class ModelSpec:
     # spec tree the spec came from (a model author's repository, or the bundle).
     home: Path = REPO_ROOT
     # Batched sessions (docs/runner.md, "Batched sessions in runs"): how many sessions the
-    # harness plays at once on one server of this spec (`launch.max_sessions`, capped by a
-    # run's `--max-sessions`); > 1 starts the server with `--max-sessions N`.
+    # harness plays at once on one server of this launch; > 1 starts the server with
+    # `--max-sessions N`. 1 unless a run asks (`with_max_sessions`: `duplexeval run` and
+    # `reproduce` do), so a debugging session or a conformance check starts the plain server.
     max_sessions: int = 1
+    # The most the spec allows (`launch.max_sessions`): the server keeps that many apart.
+    sessions_limit: int = 1
     # `launch.batch_exact`: a session's bytes do not depend on the server's width (the
     # reference agents); when false the width is part of a run folder's resume identity.
     batch_exact: bool = False
@@ -60,12 +63,11 @@ class ModelSpec:
         return argv + ["--max-sessions", str(self.max_sessions)] if self.max_sessions > 1 else argv
 
     def with_max_sessions(self, cap: int | None) -> "ModelSpec":
-        """The spec as a run's `--max-sessions N` caps it (never above what the spec declares)."""
-        if cap is None:
-            return self
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        """The launch of a batched run: the spec's `launch.max_sessions`, capped by the run's
+        `--max-sessions N` (None: no cap); never above what the spec declares."""
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
             raise ValueError(f"--max-sessions must be an integer >= 1, got {cap!r}")
-        return replace(self, max_sessions=min(self.max_sessions, cap))
+        return replace(self, max_sessions=min(self.sessions_limit, cap or self.sessions_limit))
 
     def local_argv(self, socket_path: str) -> list[str]:
         """The launch command with {socket} and {python} filled in.
@@ -151,7 +153,7 @@ def model_spec_from(obj: Any) -> ModelSpec:
         clocks=tuple(data.get("clocks", ("lockstep",))),
         capabilities=tuple(data.get("capabilities", ())),
         data=data,
-        max_sessions=_max_sessions(launch, where),
+        sessions_limit=_max_sessions(launch, where),
         batch_exact=bool(launch.get("batch_exact", False)),
         home=project_dir(obj.path, "models") if getattr(obj, "path", None) else REPO_ROOT,
     )
