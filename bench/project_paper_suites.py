@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> None:
             step_ms[name] = float(value)
         except ValueError:
             parser.error(f"--step-ms {item!r}: expected MODEL=MILLISECONDS")
-    batch = dict(ASSUMED_BATCH) if args.batch is None else {}
+    # An explicit --batch wins; a measured one-session --step-ms replaces the assumed batch.
+    batch = {m: v for m, v in ASSUMED_BATCH.items() if m not in step_ms} if args.batch is None else {}
     for item in args.batch or []:
         name, _, value = item.partition("=")
         try:
