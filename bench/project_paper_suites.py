@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> None:
             batch[name] = (int(n), float(ms))
         except ValueError:
             parser.error(f"--batch {item!r}: expected MODEL=N:MILLISECONDS")
-    lockstep_mtr = FRAME_SYNCHRONOUS if args.lockstep_mtr is None else tuple(m for m in args.lockstep_mtr if m != "none")
+    lockstep_mtr = (FRAME_SYNCHRONOUS if args.lockstep_mtr is None
+                    else tuple(m for m in args.lockstep_mtr if m != "none"))
     rows = project(args.gpu_memory_gb, step_ms, batch, lockstep_mtr)
 
     print("Assumptions:")

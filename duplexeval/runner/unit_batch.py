@@ -138,7 +138,9 @@ async def _play_together(host: ModelHost, units: list[UnitSession]):
             outs = await _play_unit(host, unit)
         if any(o.fault is not None for _, o in outs):
             return outs, None
-        return outs, unit.write(host, outs)  # at once: a kill mid-batch keeps this unit
+        # At once (a kill mid-batch keeps this unit), off the event loop: a realtime sibling's
+        # frames must not wait for a WAV's write and fsync.
+        return outs, await asyncio.to_thread(unit.write, host, outs)
 
     return await asyncio.gather(*(one(u) for u in units))
 
