@@ -15,7 +15,9 @@ largest difference between the recordings' model channels in s16 steps and wheth
 records and results say the same apart from the recordings' hashes.
 
     .venv/bin/python bench/bench_batched_runs.py [--sessions 1,2,4,8] [--limit 8]
-        [--models silent,babbler,oracle] [--moshi-limit 8] [--no-moshi] [--runs-dir DIR]
+        [--models silent,babbler,oracle] [--moshi-limit 8] [--no-moshi] [--repeats 1] [--runs-dir DIR]
+
+An untimed run of `silent` first synthesises the scenes' speech into the TTS cache.
 
 A spec's own `launch.max_sessions` is the most a run may use: the reference agents
 declare 4 and moshi-tiny 8, so the reference agents' N = 8 runs at 4 (printed as such).
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,6 +44,12 @@ from duplexeval.runner import load_model_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = "mpe-explicit"
+
+
+def warm_up(limit: int, runs_dir: Path) -> None:
+    """One untimed run of `silent` on the same conversations: the scenes' speech is
+    synthesised (and cached) while a stimulus is first built, which must not count for N = 1."""
+    play_time("silent", 1, limit, runs_dir / "warm-up")
 
 
 def play_time(model: str, n: int, limit: int, runs_dir: Path) -> tuple[float, Path]:
@@ -98,11 +107,16 @@ def recording_lsb_diff(a: Path, b: Path) -> int:
     return worst
 
 
-def bench_model(model: str, sessions: list[int], limit: int, runs_dir: Path) -> dict[int, float]:
-    width = load_model_spec(model).max_sessions
-    times, jobs = {}, {}
-    for n in sessions:
-        times[n], jobs[n] = play_time(model, n, limit, runs_dir)
+def bench_model(model: str, sessions: list[int], limit: int, runs_dir: Path, repeats: int) -> dict[int, float]:
+    """Median playing time per N over `repeats` rounds (N interleaved within a round); prints the comparison."""
+    width = load_model_spec(model).sessions_limit
+    runs: dict[int, list[float]] = {n: [] for n in sessions}
+    jobs: dict[int, Path] = {}
+    for r in range(repeats):
+        for n in sessions:
+            t, jobs[n] = play_time(model, n, limit, runs_dir / f"r{r}")
+            runs[n].append(t)
+    times = {n: statistics.median(ts) for n, ts in runs.items()}
     ref = jobs[sessions[0]]
     base = job_files(ref)
     for n in sessions:
@@ -130,20 +144,23 @@ def main() -> None:
     ap.add_argument("--moshi-limit", type=int, default=8, help="MPE conversations per moshi-tiny run")
     ap.add_argument("--no-moshi", action="store_true")
     ap.add_argument("--runs-dir", type=Path, default=None)
+    ap.add_argument("--repeats", type=int, default=1, help="rounds of N = 1, 2, 4, 8; the median is printed")
     args = ap.parse_args()
     sessions = [int(s) for s in args.sessions.split(",")]
     runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="bench-batched-"))
     print(f"batched sessions in `duplexeval run` ({BENCH}, serial executor, lockstep; playing time, scoring "
           f"excluded), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; runs in {runs_dir}", flush=True)
+    warm_up(max(args.limit, 0 if args.no_moshi else args.moshi_limit), runs_dir)
     total: dict[int, float] = {n: 0.0 for n in sessions}
-    for model in args.models.split(","):
-        for n, t in bench_model(model, sessions, args.limit, runs_dir).items():
+    for model in [m for m in args.models.split(",") if m]:
+        for n, t in bench_model(model, sessions, args.limit, runs_dir, args.repeats).items():
             total[n] += t
     ref = sessions[0]
-    print("reference agents (" + args.models + ", together): "
-          + ", ".join(f"N={n}: {total[ref] / total[n]:.2f}x" for n in sessions), flush=True)
+    if args.models:
+        print("reference agents (" + args.models + ", together): "
+              + ", ".join(f"N={n}: {total[ref] / total[n]:.2f}x" for n in sessions), flush=True)
     if not args.no_moshi:
-        moshi = bench_model("moshi-tiny", sessions, args.moshi_limit, runs_dir)
+        moshi = bench_model("moshi-tiny", sessions, args.moshi_limit, runs_dir, args.repeats)
         for n in sessions:
             print(f"moshi-tiny speedup N={n}: {moshi[ref] / moshi[n]:.2f}x", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
