@@ -15,7 +15,7 @@ largest difference between the recordings' model channels in s16 steps and wheth
 records and results say the same apart from the recordings' hashes.
 
     .venv/bin/python bench/bench_batched_runs.py [--sessions 1,2,4,8] [--limit 8]
-        [--models silent,babbler,oracle] [--moshi-limit 8] [--no-moshi] [--repeats 1] [--runs-dir DIR]
+        [--models silent,babbler,oracle] [--moshi-limit 8] [--no-moshi] [--repeats 2] [--runs-dir DIR]
 
 An untimed run of `silent` first synthesises the scenes' speech into the TTS cache.
 
@@ -113,7 +113,7 @@ def bench_model(model: str, sessions: list[int], limit: int, runs_dir: Path, rep
     runs: dict[int, list[float]] = {n: [] for n in sessions}
     jobs: dict[int, Path] = {}
     for r in range(repeats):
-        for n in sessions:
+        for n in (sessions if r % 2 == 0 else sessions[::-1]):  # 1,2,4,8 then 8,4,2,1: load drifts cancel
             t, jobs[n] = play_time(model, n, limit, runs_dir / f"r{r}")
             runs[n].append(t)
     times = {n: statistics.median(ts) for n, ts in runs.items()}
@@ -144,7 +144,8 @@ def main() -> None:
     ap.add_argument("--moshi-limit", type=int, default=8, help="MPE conversations per moshi-tiny run")
     ap.add_argument("--no-moshi", action="store_true")
     ap.add_argument("--runs-dir", type=Path, default=None)
-    ap.add_argument("--repeats", type=int, default=1, help="rounds of N = 1, 2, 4, 8; the median is printed")
+    ap.add_argument("--repeats", type=int, default=2,
+                    help="rounds of N = 1, 2, 4, 8 (every second one in reverse order); the median is printed")
     args = ap.parse_args()
     sessions = [int(s) for s in args.sessions.split(",")]
     runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="bench-batched-"))
