@@ -15,6 +15,14 @@ Checks, one line each (PASS/FAIL + figure), exit 1 if any fails:
 - teacher forcing: forced audio through the second Mimi; the forced codes of frame t must
   come out verbatim (all 8 codebooks) in the LM's output tokens at step t+1.
 
+Then the step cost of batched sessions (issue 26, item 4), one INFO line per width N of
+`--batches` (default 1,2,4,8,16,32): the server streams at width N (the shim's
+`--max-sessions N` path, `set_max_sessions`), N sessions each get a frame per step, and
+the line gives ms per batched step (encode -> LM step -> decode of N rows), x real time of
+all N sessions together, and whether the step fits in a frame; the last line says how
+many sessions one GPU holds at 1x real time. Run it once more with NO_CUDA_GRAPH=1 for
+the figures without CUDA graphs (moshi reads it at import).
+
 On a machine without CUDA it prints one line saying so and `SKIP`, and exits 0.
 `--tiny` runs the same checks with the tiny config on CPU (a dry run of this script;
 no CUDA graphs there, so it proves nothing about them).
@@ -65,6 +73,9 @@ def main() -> int:
     parser.add_argument("--fork-frames", type=int, default=16, help="M: frames replayed after each restore")
     parser.add_argument("--tiny", action="store_true", help="tiny config on CPU: a dry run of the script")
     parser.add_argument("--compile", action="store_true", help="leave moshi's torch.compile on")
+    parser.add_argument("--batches", default=None,
+                        help="widths for the batched step cost (default 1,2,4,8,16,32; --tiny: 1,2,4); 'none' skips")
+    parser.add_argument("--batch-frames", type=int, default=40, help="batched steps timed per width")
     args = parser.parse_args()
 
     try:
@@ -102,6 +113,7 @@ def main() -> int:
 
     class RandomMoshi(MoshiFamilyServer):
         model_name = "moshi-random"
+        max_sessions_supported = 64  # as the Moshi shim: one batch row per session
 
         def load_models(self) -> FamilyModels:
             mimi_cfg, lm_kwargs = _tiny_configs(loaders) if args.tiny else (None, None)  # None: moshi's 7B defaults
@@ -208,6 +220,31 @@ def main() -> int:
         return (f"{'PASS' if ok else 'FAIL'} teacher forcing: forced codes of frame t verbatim at step t+1 in "
                 f"{checked - mismatched}/{checked} frames (8 codebooks each)")
 
+    def batch_costs(widths: list[int]) -> None:
+        """Prints ms per batched step at each width as it is measured, then the sessions one
+        device holds at 1x real time."""
+        fits = 0
+        for n in widths:
+            server.set_max_sessions(n)  # streams at width n, warmed up again
+            models = [server.session_model(k) for k in range(n)]
+            for k, model in enumerate(models):
+                model.reset()
+                model.start_session("lockstep", SEED + k, None)
+            frames = min(args.batch_frames, len(user) - 4)
+            for i in range(4):
+                server.step_batch([(m, i, user[i], None) for m in models])
+            sync()
+            t0 = time.perf_counter()
+            for i in range(4, 4 + frames):
+                server.step_batch([(m, i, user[i], None) for m in models])
+            sync()
+            ms = 1000 * (time.perf_counter() - t0) / frames
+            fits = n if ms <= 80.0 else fits
+            print(f"INFO batched step: N={n}: {ms:.1f} ms per step of {n} sessions "
+                  f"({n * 80.0 / ms:.1f}x real time together; {'fits' if ms <= 80.0 else 'does not fit'} "
+                  f"in an 80 ms frame), CUDA graphs {'on' if graphs else 'off'}", flush=True)
+        print(f"INFO sessions at 1x real time per device: {fits} (the widest N measured whose step fits a frame)")
+
     failures = 0
     for name, check in (("speed", check_speed), ("fork", check_fork), ("teacher forcing", check_forcing)):
         try:
@@ -216,6 +253,12 @@ def main() -> int:
             line = f"FAIL {name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         failures += line.startswith("FAIL")
         print(line, flush=True)
+    spec = args.batches or ("1,2,4" if args.tiny else "1,2,4,8,16,32")
+    if spec != "none":
+        try:
+            batch_costs([int(n) for n in spec.split(",")])
+        except Exception as exc:  # e.g. out of memory at a wide batch: the widths measured so far are printed
+            print(f"INFO batched step: stopped: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     return 1 if failures else 0
 
 

@@ -9,11 +9,19 @@ model's capabilities and the suite's clock), each model's frame length and GPU m
 
 The projection, per job:
   audio seconds  = units x seconds of audio per unit (replay plays round k's history again)
-  speed per GPU  = lockstep: frame_ms / step_ms (one session at a time, as fast as the GPU
-                   steps it); realtime: sessions at exactly 1x each, as many as the GPU's
-                   compute (frame_ms / step_ms) and memory (GPU GB / the spec's
-                   launch.gpu_memory_gb) allow
+  speed per GPU  = lockstep: N x frame_ms / step_ms(N) for a server stepping N sessions
+                   in one batch (`--batch MODEL=N:MS`; N = 1 without batching);
+                   realtime: sessions at exactly 1x each, as many as the GPU's compute
+                   (a batch of N within a frame, or frame_ms / step_ms servers) and memory
+                   (GPU GB / the spec's launch.gpu_memory_gb per server) allow
   wall           = audio seconds / (speed per GPU x GPUs)
+
+The clock per model (issue 26, item 3): the paper suite runs MTR-DuplexBench on the
+realtime clock, which cannot fork, so round k replays rounds 1..k-1. A frame-synchronous
+model (the Moshi family: one output frame per input frame) gives in lockstep the timing a
+real-time listener hears as long as one step fits in a frame, and lockstep can fork;
+`--lockstep-mtr MODEL` (default: moshi) projects its MTR jobs on lockstep + fork. This is
+the projection's assumption, not yet the suite's.
 plus the harness: its CPU cost per frame (bench/bench_runner.py) gives the cores the
 driver side needs to keep that many sessions fed. Scoring (ASR, judges) is not included.
 
@@ -41,6 +49,11 @@ ASSUMED_UNIT_S = {
     "mtr-query": 15.0,           # one spoken query (Llama Questions, AdvBench) + response window (ours)
 }
 SUITES = ("paper-mpe", "paper-mtr")
+# Batched step costs (model -> (sessions per batch, ms per step)); no GPU has measured them
+# through this harness yet (bench/gpu_check_moshi.py will): the public PersonaPlex server's
+# figure, for the Moshi architecture it shares.
+ASSUMED_BATCH = {"moshi": (32, 70.0), "personaplex": (32, 70.0)}
+FRAME_SYNCHRONOUS = ("moshi",)
 
 
 @dataclass
@@ -54,14 +67,14 @@ class Projection:
     frame_ms: float
     step_ms: float
     sessions_per_gpu: int
+    batch: int = 1  # sessions stepped together in one step of step_ms
 
     def speed_per_gpu(self) -> float:
-        """x real time one GPU sustains: lockstep steps as fast as the GPU allows (sessions on
-        one GPU share its compute; batched sessions could raise this, not assumed here);
+        """x real time one GPU sustains: lockstep steps a batch as fast as the GPU allows;
         realtime sessions each run at exactly 1x, as many at once as the GPU holds."""
         if self.clock == "realtime":
             return float(self.sessions_per_gpu)
-        return self.frame_ms / self.step_ms
+        return self.batch * self.frame_ms / self.step_ms
 
     def wall_s(self, gpus: int) -> float:
         return self.audio_s / (self.speed_per_gpu() * gpus)
@@ -90,25 +103,33 @@ def context_of(job: Job, clock: str) -> str:
     return context_mode(job.bench, list(job.model.data.get("capabilities", [])), clock)
 
 
-def project(gpu_memory_gb: float, step_ms: dict[str, float]) -> list[Projection]:
+def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tuple[int, float]] | None = None,
+            lockstep_mtr: tuple[str, ...] = ()) -> list[Projection]:
+    """One Projection per job of the paper suites. `batch`: model -> (N, ms of one width-N step);
+    `lockstep_mtr`: frame-synchronous models whose MTR jobs run lockstep (and fork)."""
     registry = default_registry()
+    batch = batch or {}
     rows = []
     for suite_id in SUITES:
-        clock = registry.get("suite", suite_id).data["clock"]
+        suite_clock = registry.get("suite", suite_id).data["clock"]
         for job in plan_suite(registry, suite_id):
             model = job.model.data
+            clock = "lockstep" if suite_id == "paper-mtr" and job.model.id in lockstep_mtr else suite_clock
             frame_ms = float(model.get("audio", {}).get("frame_ms", 80))
-            step = step_ms.get(job.model.id, frame_ms)  # assumption: the model steps exactly in real time
+            width, step = batch.get(job.model.id, (1, step_ms.get(job.model.id, frame_ms)))  # default: 1x real time
             context = context_of(job, clock)
             if context == "skip":
                 continue
             count, per_unit = unit_audio_s(job, context)
             mem = float(model.get("launch", {}).get("gpu_memory_gb", gpu_memory_gb))
-            by_memory = max(1, int(gpu_memory_gb // mem)) if mem else 1
-            by_compute = max(1, int(frame_ms // step))  # real-time sessions one GPU can step
-            sessions = min(by_memory, by_compute) if clock == "realtime" else 1
+            by_memory = max(1, int(gpu_memory_gb // mem)) if mem else 1  # servers per GPU
+            if width > 1:  # one batched server; its batch must fit in a frame to be real time
+                sessions = width if step <= frame_ms else 1
+            else:
+                by_compute = max(1, int(frame_ms // step))  # real-time sessions one GPU can step
+                sessions = min(by_memory, by_compute) if clock == "realtime" else 1
             rows.append(Projection(job.model.id, suite_id, job.benchmark.id, clock, context, count * per_unit,
-                                   frame_ms, step, sessions))
+                                   frame_ms, step, sessions if clock == "realtime" else width, width))
     return rows
 
 
@@ -118,6 +139,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gpu-memory-gb", type=float, default=80.0, help="memory of one GPU (default 80, an H100)")
     parser.add_argument("--step-ms", action="append", default=[], metavar="MODEL=MS",
                         help="measured GPU step cost per frame of one session (default: the frame length, 1x real time)")
+    parser.add_argument("--batch", action="append", default=None, metavar="MODEL=N:MS",
+                        help="a server of MODEL steps N sessions in one step of MS ms (default, assumed: "
+                             + ", ".join(f"{m}={n}:{ms:g}" for m, (n, ms) in ASSUMED_BATCH.items()) + ")")
+    parser.add_argument("--lockstep-mtr", action="append", default=None, metavar="MODEL",
+                        help="a frame-synchronous model whose MTR jobs run lockstep + fork (default: "
+                             + ", ".join(FRAME_SYNCHRONOUS) + "); 'none' for the suite's clock everywhere")
     parser.add_argument("--harness-ms", type=float, default=0.4,
                         help="harness CPU ms per frame per session (bench/bench_runner.py; default the issue's target)")
     args = parser.parse_args(argv)
@@ -128,7 +155,18 @@ def main(argv: list[str] | None = None) -> None:
             step_ms[name] = float(value)
         except ValueError:
             parser.error(f"--step-ms {item!r}: expected MODEL=MILLISECONDS")
-    rows = project(args.gpu_memory_gb, step_ms)
+    # An explicit --batch wins; a measured one-session --step-ms replaces the assumed batch.
+    batch = {m: v for m, v in ASSUMED_BATCH.items() if m not in step_ms} if args.batch is None else {}
+    for item in args.batch or []:
+        name, _, value = item.partition("=")
+        try:
+            n, ms = value.split(":")
+            batch[name] = (int(n), float(ms))
+        except ValueError:
+            parser.error(f"--batch {item!r}: expected MODEL=N:MILLISECONDS")
+    lockstep_mtr = (FRAME_SYNCHRONOUS if args.lockstep_mtr is None
+                    else tuple(m for m in args.lockstep_mtr if m != "none"))
+    rows = project(args.gpu_memory_gb, step_ms, batch, lockstep_mtr)
 
     print("Assumptions:")
     print(f"  GPU memory {args.gpu_memory_gb:g} GB; a session's memory is its spec's launch.gpu_memory_gb")
@@ -136,6 +174,13 @@ def main(argv: list[str] | None = None) -> None:
           + "; every other model steps exactly in real time (step = frame length)")
     for key, seconds in ASSUMED_UNIT_S.items():
         print(f"  audio per unit, {key}: {seconds:g} s")
+    for name, (n, ms) in batch.items():
+        source = "assumed: the public PersonaPlex server's 32 lockstep sessions per GPU at 70 ms per 80 ms tick " \
+                 "(same architecture); not measured here" if args.batch is None else "as given"
+        print(f"  batched sessions, {name}: {n} sessions per server stepped in {ms:g} ms ({source})")
+    print("  MTR clock: " + (", ".join(lockstep_mtr) + " lockstep + fork (frame-synchronous: one output frame per "
+                              "input frame, a step within a frame); " if lockstep_mtr else "")
+          + "every other model as the suite says (realtime, replayed history)")
     print("  units are independent and spread evenly over GPUs; start-up, scoring (ASR, judges) not included")
     print()
     print(f"| model | suite | audio (h) | sessions/GPU | 1 GPU (h) | {args.gpus} GPUs (h) | harness cores |")
@@ -153,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
             # harness CPU: frames per wall second over the cluster x cost per frame
             frames_per_s = sum(j.audio_s for j in jobs) / (many * 3600) * 1000 / jobs[0].frame_ms
             cores = math.ceil(frames_per_s * args.harness_ms / 1000)
-            print(f"| {model} | {suite_id} | {audio_h:,.0f} | {sessions} | {one:,.0f} | {many:,.1f} | {cores} |")
+            print(f"| {model} | {suite_id} | {audio_h:,.0f} | {sessions} | {one:,.1f} | {many:,.1f} | {cores} |")
 
 
 if __name__ == "__main__":

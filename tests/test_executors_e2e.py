@@ -2,8 +2,10 @@
 plus one forked MTR job give byte-identical item files, records.jsonl and results.json under
 `--executor serial`, `--executor local --jobs 2` and `--executor ray` on a local two-CPU Ray
 cluster that this module starts; so does a Ray run whose actor is SIGKILLed mid-run, and a
-local run whose driver is SIGKILLed mid-run and then resumed. Real model servers, real
-VAD/ASR, a real Ray cluster (no stand-ins)."""
+local run whose driver is SIGKILLed mid-run and then resumed. The reference agents hold 4
+sessions per server (`launch.max_sessions`), so every one of these runs plays batches of
+units, and a serial run one session at a time (`--max-sessions 1`) gives the same bytes
+(issue 26). Real model servers, real VAD/ASR, a real Ray cluster (no stand-ins)."""
 
 from __future__ import annotations
 
@@ -85,6 +87,15 @@ def cluster():
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024, log_to_driver=False)
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
+
+
+def test_one_session_at_a_time_equals_batched_sessions(root, serial):
+    run, _ = _run(root, "one-at-a-time", max_sessions=1)
+    assert _snapshot(run) == serial
+    assert json.loads((run / "manifest.json").read_text())["max_sessions"] == {
+        "cap": 1, "models": {"oracle": 1, "babbler": 1}}
+    batched = json.loads((root / "serial" / "manifest.json").read_text())["max_sessions"]
+    assert batched == {"cap": None, "models": {"oracle": 4, "babbler": 4}}
 
 
 def test_local_jobs_2_equals_serial(root, serial):

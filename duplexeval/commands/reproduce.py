@@ -29,7 +29,8 @@ from duplexeval.specs import Registry, repo_root
 @backend_options
 @executor_options
 def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: Path, limit: int | None,
-              backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None) -> None:
+              backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None,
+              max_sessions: int | None) -> None:
     """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report.
 
     Exit 1 when a comparison fails, 4 when every comparison passed but an item errored."""
@@ -46,7 +47,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=None, run_id=run_id or suite_id,
                                       runs_dir=runs_dir, limit=limit, clock=None,
                                       backend=backend, endpoint=endpoint, executor=executor, jobs=jobs,
-                                      ray_address=ray_address)
+                                      ray_address=ray_address, max_sessions=max_sessions)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

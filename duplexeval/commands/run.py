@@ -23,7 +23,11 @@ RUN_ERRORS = (SpecErrors, UnknownSpecError, FileNotFoundError, RunConfigMismatch
 
 
 def executor_options(fn):
-    """`--executor`, `--jobs`, `--ray-address`: how many model servers play the units, and where."""
+    """`--executor`, `--jobs`, `--ray-address`, `--max-sessions`: how many model servers play the units, where,
+    and how many sessions each holds."""
+    fn = click.option("--max-sessions", type=click.IntRange(min=1), default=None, metavar="N",
+                      help="At most N sessions at once per model server (default: each spec's launch.max_sessions; "
+                           "docs/runner.md, Batched sessions in runs).")(fn)
     fn = click.option("--ray-address", metavar="ADDR",
                       help="Join this Ray cluster (host:port); default: start a local one. Needs --executor ray.")(fn)
     fn = click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -38,10 +42,11 @@ def _split(value: str | None) -> list[str] | None:
 
 def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] | None, run_id: str | None,
               runs_dir: Path, limit: int | None, clock: str | None, backend: str | None = None,
-              endpoint: str | None = None, executor: str = "serial", jobs: int = 1, ray_address: str | None = None):
+              endpoint: str | None = None, executor: str = "serial", jobs: int = 1, ray_address: str | None = None,
+              max_sessions: int | None = None):
     """Plan, write the manifest, execute on `executor` (serial | local | ray). Returns (run_dir, outcomes)."""
     from duplexeval.executors import make_pool
-    from duplexeval.runs.execute import execute, with_runner
+    from duplexeval.runs.execute import execute, sessions_record, with_runner
     from duplexeval.runs.manifest import build_manifest
     from duplexeval.runs.plan import plan_suite
 
@@ -58,9 +63,10 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     limit = limit or suite.get("limit")
     run_id = run_id or f"{suite_id}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     run_dir = runs_dir / run_id
-    planned = with_runner(planned, run_id, backend, endpoint)
+    planned = with_runner(planned, run_id, backend, endpoint, max_sessions)
     manifest = build_manifest(run_id, suite_id, planned, registry, clock, seed, suite["cache_mode"])
     manifest["limit"] = limit
+    manifest["max_sessions"] = sessions_record(planned, max_sessions)
     printer = ProgressPrinter()
     pool = make_pool(executor, run_dir, jobs=jobs, ray_address=ray_address,
                      scoring_progress=printer.scoring if executor == "serial" else None)
@@ -176,7 +182,7 @@ class ItemBar:
 @backend_options
 @executor_options
 def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, endpoint, executor, jobs,
-        ray_address) -> None:
+        ray_address, max_sessions) -> None:
     """Run a suite: every (model x benchmark) job through the runner, then score it.
 
     Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json);
@@ -187,7 +193,7 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, e
     try:
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=_split(benchmarks), run_id=run_id,
                                       runs_dir=runs_dir, limit=limit, clock=clock, backend=backend, endpoint=endpoint,
-                                      executor=executor, jobs=jobs, ray_address=ray_address)
+                                      executor=executor, jobs=jobs, ray_address=ray_address, max_sessions=max_sessions)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

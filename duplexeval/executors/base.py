@@ -20,6 +20,7 @@ from typing import Any, Callable
 from duplexeval.runner.fork import Group, play_group
 from duplexeval.runner.items import ITEM_ID, ItemResult, ModelHost, finished_status, play_item, prepare_out_dir
 from duplexeval.runner.modelspec import ModelSpec, model_spec_from
+from duplexeval.runner.unit_batch import UnitSession, play_units
 
 
 class CannotRun(Exception):
@@ -112,9 +113,15 @@ class JobPlan:
 
     @property
     def host_key(self) -> str:
-        """Units with the same host key can be played on one model server."""
+        """Units with the same host key can be played on one model server (of one width)."""
         s = self.spec
-        return f"{s.id}@{s.sha256[:12]}:{s.backend}"
+        width = f"x{s.max_sessions}" if s.max_sessions > 1 else ""
+        return f"{s.id}@{s.sha256[:12]}:{s.backend}{width}"
+
+    @property
+    def max_sessions(self) -> int:
+        """Units one server of this job's model plays at once (the spec's, capped by the run)."""
+        return self.spec.max_sessions
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_groups": None, "_by_unit": None}
@@ -158,6 +165,11 @@ class JobPlan:
         (item_id, factory), = items
         return [play_item(host, self.bench_dir, item_id, factory, self.clock, **kw)]
 
+    def session(self, unit: Unit) -> UnitSession:
+        """The unit as one session of a batch (runner/unit_batch.py)."""
+        return UnitSession(self.bench_dir, unit.unit_id, list(self._unit_items()[unit.unit_id]), self.forked,
+                           self.clock, self.rate, self.seed, self.prompt)
+
 
 def worker_identity(name: str) -> dict[str, Any]:
     return {"worker": name, "host": socket.gethostname(), "pid": os.getpid()}
@@ -172,13 +184,11 @@ class UnitWorker:
     worker moving from one of a model's jobs to the next therefore keeps the server instead
     of starting another (~0.5 s of CPU per reference agent, 37 jobs in `make reproduce`).
     A server that could not start is not reused by the next job, which tries again, as a
-    job of its own would. `slots` is how many units the server may hold at once: 1 today;
-    a server that advertises batched sessions (`max_sessions`) will raise it, and an
-    executor hands a worker up to `slots` units.
+    job of its own would. A model whose spec says `launch.max_sessions: N` gets batches of
+    up to N units of that model (`run_batch`), played as concurrent sessions on its server.
     """
 
     name: str
-    slots: int = 1
     plans: dict[str, JobPlan] = field(default_factory=dict)
     hosts: dict[str, ModelHost] = field(default_factory=dict)        # by host key
     host_jobs: dict[str, str] = field(default_factory=dict)          # host key -> the job it last served
@@ -187,8 +197,7 @@ class UnitWorker:
         """The worker's own copy of a job's plan, so its stimulus factories are built once."""
         return self.plans.setdefault(plan.key, plan)
 
-    def run(self, plan: JobPlan, unit: Unit) -> UnitReport:
-        plan = self.plan(plan)
+    def _host(self, plan: JobPlan) -> ModelHost:
         key = plan.host_key
         for other in [k for k in self.hosts if k != key]:
             self.release(other)  # one live model server per worker
@@ -199,8 +208,29 @@ class UnitWorker:
         if host is None:
             host = self.hosts[key] = ModelHost(plan.spec)
         self.host_jobs[key] = plan.key
-        results = plan.play(host, unit)
+        return host
+
+    def run(self, plan: JobPlan, unit: Unit) -> UnitReport:
+        plan = self.plan(plan)
+        results = plan.play(self._host(plan), unit)
         return UnitReport(unit.key, [(r.item_id, r.status, r.reason, r.skipped) for r in results], self.name)
+
+    def run_batch(self, batch: list[tuple[JobPlan, Unit]]) -> list[UnitReport]:
+        """Up to `max_sessions` units of one model (one host key), played at once on its server.
+
+        A server of width 1 plays them one after another, exactly as `run` does.
+        """
+        plans = [self.plan(p) for p, _ in batch]
+        if len({p.host_key for p in plans}) != 1:
+            raise ValueError(f"a batch mixes model servers: {sorted({p.host_key for p in plans})}")
+        if plans[0].max_sessions == 1:
+            return [self.run(p, u) for p, u in zip(plans, (u for _, u in batch))]
+        if len(batch) > plans[0].max_sessions:
+            raise ValueError(f"{len(batch)} units for a server of {plans[0].max_sessions} sessions")
+        host = self._host(plans[0])
+        results = play_units(host, [p.session(u) for p, (_, u) in zip(plans, batch)])
+        return [UnitReport(u.key, [(r.item_id, r.status, r.reason, r.skipped) for r in rs], self.name)
+                for (_, u), rs in zip(batch, results)]
 
     def release(self, host_key: str) -> None:
         host = self.hosts.pop(host_key, None)

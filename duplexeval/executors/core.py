@@ -5,6 +5,9 @@ ray: actors and tasks). The loop owns the bookkeeping that makes a run exact:
 
 - a unit is claimed (duplexeval/executors/claims.py) before it is handed to a worker,
   and handed to exactly one worker at a time;
+- a worker has as many slots as its model's server holds sessions (`launch.max_sessions`,
+  capped by `--max-sessions`): up to that many units of one model go to it as one batch
+  (`Batches` below), played at once (runner/unit_batch.py), each reported on its own;
 - a unit whose worker died (SIGKILL, OOM, a lost node) goes back to the front of the
   queue, up to UNIT_ATTEMPTS times; its half-written item folders are removed when it is
   replayed (runner/items.py), so a finished run holds exactly one attempt per item;
@@ -50,11 +53,41 @@ class Event:
 class Pool(Protocol):
     def free(self, unit: Unit, plan: JobPlan) -> bool: ...
     def pending(self) -> bool: ...
-    def submit(self, plan: JobPlan, unit: Unit) -> None: ...
+    def submit(self, plan: JobPlan, unit: Unit) -> None: ...  # into a batch (Batches); sent by flush
+    def flush(self) -> None: ...
     def score(self, plan: JobPlan) -> None: ...
     def retire(self, host_key: str) -> None: ...
     def wait(self, timeout: float | None) -> list[Event]: ...
     def close(self) -> None: ...
+
+
+class Batches:
+    """Units gathered for workers during one pass of the scheduling loop, one batch per worker.
+
+    A batch holds units of one model server (host key), at most its width
+    (`JobPlan.max_sessions`); `reserved` workers have a batch being filled and are not idle.
+    """
+
+    def __init__(self) -> None:
+        self.filling: list[tuple[Any, str, int, list[tuple[JobPlan, Unit]]]] = []  # (worker, host key, width, batch)
+
+    def room(self, unit: Unit) -> bool:
+        return any(key == unit.host_key and len(batch) < width for _, key, width, batch in self.filling)
+
+    def reserved(self, worker: Any) -> bool:
+        return any(w is worker for w, *_ in self.filling)
+
+    def add(self, plan: JobPlan, unit: Unit, new_worker: Callable[[], Any]) -> None:
+        """Into a batch of its server with room, else a new batch on `new_worker()`."""
+        for _, key, width, batch in self.filling:
+            if key == unit.host_key and len(batch) < width:
+                batch.append((plan, unit))
+                return
+        self.filling.append((new_worker(), unit.host_key, max(1, plan.max_sessions), [(plan, unit)]))
+
+    def take(self) -> list[tuple[Any, list[tuple[JobPlan, Unit]]]]:
+        out, self.filling = [(w, batch) for w, _, _, batch in self.filling], []
+        return out
 
 
 class UnitFailed(RuntimeError):
@@ -147,6 +180,7 @@ def schedule(plans: list[JobPlan], pool: Pool, claims: Claims, progress: Progres
                     continue
                 pool.submit(plan, unit)
                 in_flight += 1
+            pool.flush()  # the batches gathered in this pass go to their workers
             queue = waiting
             if foreign and in_flight == 0 and not queue:
                 _recheck(foreign, queue, by_key, finish, claims)

@@ -1,5 +1,7 @@
 """The local executor: N worker processes on this machine, each keeping its own model server.
 
+A worker takes a batch of up to its model's `max_sessions` units at once (executors/core.py).
+
 Processes, not threads: the harness's frame loop is Python (the GIL would serialise N
 sessions), and a worker can die (SIGKILL, OOM) without taking the driver with it: the
 driver sees the process's sentinel, requeues the unit and starts a fresh worker. Workers
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.executors.base import JobPlan, Unit, UnitWorker
-from duplexeval.executors.core import UNIT_ATTEMPTS, Event
+from duplexeval.executors.core import UNIT_ATTEMPTS, Batches, Event
 from duplexeval.executors.registry import WorkerRegistry
 from duplexeval.processes import PARALLEL_WORKERS_ENV
 
@@ -56,9 +58,10 @@ def _worker_main(conn: Connection, name: str, registry: WorkerRegistry, jobs: in
                 break
             if msg is None:
                 break
-            kind, plan, unit = msg
+            kind, payload = msg
             try:
-                out: tuple[str, Any] = ("unit", worker.run(plan, unit)) if kind == "unit" else ("scored", plan.score())
+                out: tuple[str, Any] = (("units", worker.run_batch(payload)) if kind == "units"
+                                        else ("scored", payload.score()))
             except BaseException as exc:  # sent to the driver, which stops the run with it
                 out = ("error", portable_error(exc))
             conn.send(out)
@@ -72,7 +75,7 @@ class _Slot:
     name: str
     process: Any
     conn: Connection
-    task: tuple[str, Any, Any] | None = None   # ("unit", plan, unit) | ("score", plan, None)
+    task: tuple[str, Any] | None = None   # ("units", [(plan, unit), ...]) | ("score", plan)
 
 
 class LocalPool:
@@ -89,6 +92,7 @@ class LocalPool:
         self.started = 0
         self.slots = [self._start() for _ in range(jobs)]
         self.pending_scores: list[JobPlan] = []
+        self.batches = Batches()
         self.score_attempts: dict[str, int] = {}
 
     def _start(self) -> _Slot:
@@ -102,20 +106,24 @@ class LocalPool:
         return _Slot(name, proc, parent)
 
     def _idle(self) -> list[_Slot]:
-        return [s for s in self.slots if s.task is None]
+        return [s for s in self.slots if s.task is None and not self.batches.reserved(s)]
 
     def pending(self) -> bool:
         return False
 
     def free(self, unit: Unit, plan: JobPlan | None = None) -> bool:
-        return len(self._idle()) > len(self.pending_scores)
+        return self.batches.room(unit) or len(self._idle()) > len(self.pending_scores)
 
-    def _send(self, slot: _Slot, task: tuple[str, Any, Any]) -> None:
+    def _send(self, slot: _Slot, task: tuple[str, Any]) -> None:
         slot.task = task
         slot.conn.send(task)
 
     def submit(self, plan: JobPlan, unit: Unit) -> None:
-        self._send(self._idle()[0], ("unit", plan, unit))
+        self.batches.add(plan, unit, lambda: self._idle()[0])
+
+    def flush(self) -> None:
+        for slot, batch in self.batches.take():
+            self._send(slot, ("units", batch))
 
     def score(self, plan: JobPlan) -> None:
         self.pending_scores.append(plan)
@@ -123,7 +131,7 @@ class LocalPool:
 
     def _dispatch_scores(self) -> None:
         while self.pending_scores and self._idle():
-            self._send(self._idle()[0], ("score", self.pending_scores.pop(0), None))
+            self._send(self._idle()[0], ("score", self.pending_scores.pop(0)))
 
     def retire(self, host_key: str) -> None:
         pass  # workers serve any model; a worker's server is closed when it gets another model's unit
@@ -140,7 +148,7 @@ class LocalPool:
                 except (EOFError, OSError):  # died mid-send: handled as lost below
                     kind, payload = None, None
                 if kind is not None:
-                    events.append(self._event(slot, kind, payload))
+                    events += self._events(slot, kind, payload)
                     slot.task = None
             if slot.process.exitcode is not None or (slot.process.sentinel in ready and not slot.process.is_alive()):
                 events += self._lost(slot)
@@ -148,13 +156,13 @@ class LocalPool:
         self._dispatch_scores()
         return events
 
-    def _event(self, slot: _Slot, kind: str, payload: Any) -> Event:
-        task_kind, plan, unit = slot.task
-        if kind == "unit":
-            return Event("unit", unit=unit, report=payload)
+    def _events(self, slot: _Slot, kind: str, payload: Any) -> list[Event]:
+        _, task = slot.task
+        if kind == "units":
+            return [Event("unit", unit=unit, report=report) for (_, unit), report in zip(task, payload)]
         if kind == "scored":
-            return Event("scored", job_key=plan.key, results=payload)
-        return Event("error", error=payload)
+            return [Event("scored", job_key=task.key, results=payload)]
+        return [Event("error", error=payload)]
 
     def _lost(self, slot: _Slot) -> list[Event]:
         slot.process.join(0)
@@ -166,9 +174,10 @@ class LocalPool:
         task, slot.task = slot.task, None
         if task is None:
             return []
-        kind, plan, unit = task
-        if kind == "unit":
-            return [Event("lost", unit=unit, reason=reason)]
+        kind, payload = task
+        if kind == "units":  # every unit of the batch; those it finished are skipped when replayed
+            return [Event("lost", unit=unit, reason=reason) for _, unit in payload]
+        plan = payload
         n = self.score_attempts[plan.key] = self.score_attempts.get(plan.key, 0) + 1
         if n >= 2:
             return [Event("error", error=RuntimeError(f"scoring {plan.key} lost its worker twice ({reason})"))]

@@ -3,7 +3,7 @@
 Per model (host key) the pool starts `jobs` actors, each reserving the GPUs its spec's
 `launch.gpus` asks for (`num_gpus`) and one CPU, so Ray places them where the hardware
 is; an actor keeps its model server (a local process, or a container through the docker
-backend) across units. Actors of a model are killed once none of its units is left, so
+backend) across units, and takes a batch of up to the model's `max_sessions` units at once. Actors of a model are killed once none of its units is left, so
 its GPUs go back to the cluster. The run folder must be on storage every node sees (the
 actors and scoring tasks write it directly; nothing large passes through Ray's object
 store). An actor that dies (SIGKILL, a lost node) surfaces as RayActorError on its
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.executors.base import JobPlan, Unit, UnitWorker
-from duplexeval.executors.core import Event
+from duplexeval.executors.core import Batches, Event
 from duplexeval.executors.local import portable_error
 from duplexeval.executors.registry import WorkerRegistry
 from duplexeval.processes import RESERVED_CORES_ENV
@@ -71,9 +71,9 @@ class _UnitActor:
         self.worker = UnitWorker(name)
         registry.register(name)
 
-    def run(self, plan: JobPlan, unit: Unit) -> tuple[str, Any]:
+    def run_batch(self, batch: list[tuple[JobPlan, Unit]]) -> tuple[str, Any]:
         try:
-            return "unit", self.worker.run(plan, unit)
+            return "units", self.worker.run_batch(batch)
         except BaseException as exc:
             return "error", portable_error(exc)
 
@@ -112,7 +112,9 @@ class RayPool:
         self.score_task = self.ray.remote(**SCORE_OPTIONS)(_score)
         self.pools: dict[str, list[_Actor]] = {}
         self.gpus: dict[str, int] = {}
-        self.futures: dict[Any, tuple[str, _Actor | None, JobPlan, Unit | None]] = {}
+        # ref -> ("units", actor, first plan, [(plan, unit), ...]) | ("score", None, plan, [])
+        self.futures: dict[Any, tuple[str, _Actor | None, JobPlan, list[tuple[JobPlan, Unit]]]] = {}
+        self.batches = Batches()
         self.pings: dict[Any, tuple[str, _Actor]] = {}
         self.started = 0
 
@@ -136,19 +138,26 @@ class RayPool:
         models with work left, a deadlock."""
         if unit.host_key not in self.pools and plan is not None:
             self._pool(plan)
-        return any(a.ready and not a.busy for a in self.pools.get(unit.host_key, []))
+        return self.batches.room(unit) or bool(self._idle(unit.host_key))
+
+    def _idle(self, host_key: str) -> list[_Actor]:
+        return [a for a in self.pools.get(host_key, []) if a.ready and not a.busy and not self.batches.reserved(a)]
 
     def pending(self) -> bool:
         """Actors not yet placed: the loop waits for them rather than giving up."""
         return bool(self.pings)
 
     def submit(self, plan: JobPlan, unit: Unit) -> None:
-        actor = next(a for a in self._pool(plan) if a.ready and not a.busy)
-        actor.busy = True
-        self.futures[actor.handle.run.remote(plan, unit)] = ("unit", actor, plan, unit)
+        self._pool(plan)
+        self.batches.add(plan, unit, lambda: self._idle(unit.host_key)[0])
+
+    def flush(self) -> None:
+        for actor, batch in self.batches.take():
+            actor.busy = True
+            self.futures[actor.handle.run_batch.remote(batch)] = ("units", actor, batch[0][0], batch)
 
     def score(self, plan: JobPlan) -> None:
-        self.futures[self.score_task.remote(plan)] = ("score", None, plan, None)
+        self.futures[self.score_task.remote(plan)] = ("score", None, plan, [])
 
     def retire(self, host_key: str) -> None:
         for actor in self.pools.pop(host_key, []):
@@ -186,11 +195,11 @@ class RayPool:
                 if actor in pool:
                     pool[pool.index(actor)] = self._new_actor(host_key)
         for ref in [r for r in ready if r in self.futures]:
-            kind, actor, plan, unit = self.futures.pop(ref)
+            kind, actor, plan, batch = self.futures.pop(ref)
             try:
                 tag, payload = self.ray.get(ref)
             except self.ray.exceptions.RayActorError as exc:
-                events.append(self._lost(actor, plan, unit, exc))
+                events += self._lost(actor, plan, batch, exc)
                 continue
             except Exception as exc:  # a scoring task whose worker died, say
                 events.append(Event("error", error=RuntimeError(f"{kind} of {plan.key} failed on Ray: {exc}")))
@@ -199,21 +208,23 @@ class RayPool:
                 actor.busy = False
             if tag == "error":
                 events.append(Event("error", error=payload))
-            elif kind == "unit":
-                events.append(Event("unit", unit=unit, report=payload))
+            elif kind == "units":
+                events += [Event("unit", unit=unit, report=report) for (_, unit), report in zip(batch, payload)]
             else:
                 events.append(Event("scored", job_key=plan.key, results=payload))
         return events
 
-    def _lost(self, actor: _Actor | None, plan: JobPlan, unit: Unit | None, exc: Exception) -> Event:
+    def _lost(self, actor: _Actor | None, plan: JobPlan, batch: list[tuple[JobPlan, Unit]],
+              exc: Exception) -> list[Event]:
         reason = f"Ray actor {actor.name if actor else '?'} died: {type(exc).__name__}"
-        if actor is None or unit is None:
-            return Event("error", error=RuntimeError(f"scoring {plan.key}: {reason}"))
+        if actor is None or not batch:
+            return [Event("error", error=RuntimeError(f"scoring {plan.key}: {reason}"))]
         self.registry.unregister(actor.name)
-        pool = self.pools.get(unit.host_key, [])
+        pool = self.pools.get(plan.host_key, [])
         if actor in pool:
-            pool[pool.index(actor)] = self._new_actor(unit.host_key)
-        return Event("lost", unit=unit, reason=reason)
+            pool[pool.index(actor)] = self._new_actor(plan.host_key)
+        # every unit of the batch is requeued; those it finished are skipped when replayed
+        return [Event("lost", unit=unit, reason=reason) for _, unit in batch]
 
     def close(self) -> None:
         for key in list(self.pools):

@@ -1,7 +1,8 @@
 """The serial executor: one worker in this process, units in plan order, each job scored when its units are done.
 
-Today's behaviour (and the reference the other executors are compared with byte for
-byte): job 1's items on one model server, job 1 scored, job 2's items, and so on.
+The reference the other executors are compared with byte for byte: job 1's units on one
+model server (a batch of up to `launch.max_sessions` of them at once), job 1 scored, job
+2's units, and so on.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from duplexeval.executors.base import JobPlan, Unit, UnitWorker
-from duplexeval.executors.core import Event
+from duplexeval.executors.core import Batches, Event
 
 
 class SerialPool:
@@ -17,6 +18,7 @@ class SerialPool:
 
     def __init__(self, scoring_progress: Callable[[int, int, str], None] | None = None):
         self.worker = UnitWorker("serial")
+        self.batches = Batches()
         self.events: list[Event] = []
         self.scoring_progress = scoring_progress
 
@@ -24,10 +26,18 @@ class SerialPool:
         return False
 
     def free(self, unit: Unit, plan: JobPlan | None = None) -> bool:
-        return not self.events  # one at a time, and a finished job is scored before the next unit
+        # One batch at a time, and a finished job is scored before the next batch.
+        if self.events:
+            return False
+        return not self.batches.filling or self.batches.room(unit)
 
     def submit(self, plan: JobPlan, unit: Unit) -> None:
-        self.events.append(Event("unit", unit=unit, report=self.worker.run(plan, unit)))
+        self.batches.add(plan, unit, lambda: self.worker)
+
+    def flush(self) -> None:
+        for _, batch in self.batches.take():
+            for (_, unit), report in zip(batch, self.worker.run_batch(batch)):
+                self.events.append(Event("unit", unit=unit, report=report))
 
     def score(self, plan: JobPlan) -> None:
         self.worker.release(plan.host_key)  # the model server is not needed while its job is scored

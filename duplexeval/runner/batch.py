@@ -60,15 +60,26 @@ async def run_sessions(endpoint: Endpoint, spec: ModelSpec, stimuli: Sequence[St
 
     async def one(stimulus: Stimulus, seed: int) -> SessionOutcome:
         async with gate:
-            for wait in (*BUSY_RETRY_S, None):
-                out = await run_session(endpoint, spec, stimulus, clock, rate, seed, prompt, pipeline_frames)
-                # Only a refusal before `ready` is retried: the stimulus was never bound.
-                if wait is None or out.fault is None or out.fault.code != "BUSY" or out.ready is not None:
-                    return out
-                await asyncio.sleep(wait)
-            return out  # unreachable: the last wait is None
+            return await run_session_when_free(endpoint, spec, stimulus, clock, rate, seed, prompt, pipeline_frames)
 
     return list(await asyncio.gather(*(one(s, seed) for s, seed in zip(stimuli, seed_list))))
 
 
-__all__ = ["probe_max_sessions", "run_sessions"]
+def refused_busy(outcomes: Sequence[SessionOutcome]) -> bool:
+    """Every outcome a BUSY before `ready`: the server had no free slot yet, nothing was played."""
+    return bool(outcomes) and all(o.fault is not None and o.fault.code == "BUSY" and o.ready is None for o in outcomes)
+
+
+async def run_session_when_free(endpoint: Endpoint, spec: ModelSpec, stimulus: Stimulus, clock: str, rate: int,
+                                seed: int, prompt: str | None, pipeline_frames: int | None = None) -> SessionOutcome:
+    """`run_session`, retried with a short backoff while the server answers BUSY before `ready`
+    (the stimulus was never bound, so it can be played again)."""
+    for wait in (*BUSY_RETRY_S, None):
+        out = await run_session(endpoint, spec, stimulus, clock, rate, seed, prompt, pipeline_frames)
+        if wait is None or not refused_busy([out]):
+            return out
+        await asyncio.sleep(wait)
+    return out  # unreachable: the last wait is None
+
+
+__all__ = ["probe_max_sessions", "refused_busy", "run_session_when_free", "run_sessions"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from duplexeval.protocol.wire import FrameKind
-from duplexeval.runner.client import ProtocolClient
+from duplexeval.runner.client import Endpoint, ProtocolClient
 from duplexeval.runner.errors import ModelFault
 from duplexeval.runner.framing import FrameResampler
 from duplexeval.runner.items import (
@@ -99,11 +99,13 @@ def _drain(out: SessionOutcome, client: ProtocolClient, stim, into: list[dict]) 
         into.append({"t": round(frame * out.frame_samples / out.rate, 6), "frame": frame, "type": ev.pop("type"), **ev})
 
 
-async def run_forked_session(host: ModelHost, stimuli: list[tuple[str, Any]], rate: int, seed: int,
-                             prompt: str | None) -> list[tuple[str, SessionOutcome]]:
-    """One lockstep session for a group; one SessionOutcome per item (a fault marks every unfinished one)."""
-    spec = host.spec
-    endpoint = host.ensure()
+async def run_forked_session(endpoint: Endpoint, spec: ModelSpec, stimuli: list[tuple[str, Any]], rate: int,
+                             seed: int, prompt: str | None) -> list[tuple[str, SessionOutcome]]:
+    """One lockstep session for a group; one SessionOutcome per item (a fault marks every unfinished one).
+
+    The server is left as it is: the caller tears it down after a fault (`fault_diagnostics`),
+    once every session it holds has ended (a batch's siblings keep playing meanwhile).
+    """
     results: list[tuple[str, SessionOutcome]] = []
     client: ProtocolClient | None = None
     base = SessionOutcome(rate=rate)
@@ -174,13 +176,18 @@ async def run_forked_session(host: ModelHost, stimuli: list[tuple[str, Any]], ra
                 out = SessionOutcome(rate=rate, frame_samples=base.frame_samples, fault=fault)
                 out.event(fault.frame_idx or 0, "error", code=fault.code, reason=fault.reason)
                 results.append((item_id, out))
-        diag = host.after_fault(fault)
-        if diag and diag not in fault.reason:
-            fault.reason = f"{fault.reason}; {diag}"
     finally:
         if client is not None:
             await client.close()
     return results
+
+
+def add_group_diagnostics(outcomes: list[tuple[str, SessionOutcome]], diag: str) -> None:
+    """The server's diagnostics (exit status, stderr tail) appended to a group's fault reasons
+    (status.json; its events keep the reason as the session saw it)."""
+    for fault in {id(o.fault): o.fault for _, o in outcomes if o.fault is not None}.values():
+        if diag and diag not in fault.reason:
+            fault.reason = f"{fault.reason}; {diag}"
 
 
 def run_forked_items(model_spec: Any, groups: Iterable[Group], out_dir: str | Path, clock: str = "lockstep", *,
@@ -235,7 +242,11 @@ def play_group(host: ModelHost, out: Path, group_id: str, items: list[tuple[str,
             host.start_error = f"model {spec.id} could not be started ({spec.backend} backend): {exc}"
             outcomes = [(i, startup_failure(rate, host.start_error)) for i, _ in items]
         else:
-            outcomes = asyncio.run(run_forked_session(host, [(i, fac()) for i, fac in items], rate, s, prompt))
+            outcomes = asyncio.run(run_forked_session(host.ensure(), spec, [(i, fac()) for i, fac in items], rate, s,
+                                                      prompt))
+            fault = next((o.fault for _, o in outcomes if o.fault is not None), None)
+            if fault is not None:
+                add_group_diagnostics(outcomes, host.after_fault(fault))
     else:
         outcomes = [(i, startup_failure(rate, host.start_error, retried=False)) for i, _ in items]
     return [write_item(dirs[item_id], outcome, spec, "lockstep", s) for item_id, outcome in outcomes]

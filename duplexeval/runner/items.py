@@ -180,6 +180,7 @@ def _write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock:
         "model": spec.id, "model_sha256": spec.sha256, "clock": clock, "seed": seed, "proto": PROTOCOL_VERSION,
         "rate": outcome.rate, "frame_samples": outcome.frame_samples, "frames": outcome.frames, **outcome.stats,
     }
+    status.update(batch_identity(spec))
     if outcome.ok:
         heard = np.concatenate(outcome.heard) if outcome.heard else np.zeros(0, dtype=np.float32)
         assert outcome.said is not None and len(outcome.said) == len(heard), "recording channels differ in length"
@@ -194,6 +195,13 @@ def _write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock:
     status.update(artifact_fields(item_dir, outcome.ok))  # status.json vouches for the files before it
     atomic_write_json(item_dir / "status.json", seal_status(status))
     return ItemResult(item_dir.name, status["status"], status["reason"], item_dir)
+
+
+def batch_identity(spec: ModelSpec) -> dict[str, int]:
+    """`{"max_sessions": N}` when a session's bytes depend on its server's width (Moshi's
+    batched kernels differ from width 1 by float ulps), else nothing: the reference agents'
+    folders stay byte-identical at any width and may be resumed at another one."""
+    return {"max_sessions": spec.max_sessions} if spec.max_sessions > 1 and not spec.batch_exact else {}
 
 
 def _check_config(out_dir: Path, config: dict) -> None:
@@ -228,7 +236,8 @@ def prepare_out_dir(spec: ModelSpec, ids: list[str], out_dir: str | os.PathLike[
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, {"model": spec.id, "model_sha256": spec.sha256, "clock": clock, "rate": rate,
-                        "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt)})
+                        "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt),
+                        **batch_identity(spec)})
     return out
 
 

@@ -48,6 +48,26 @@ class ModelSpec:
     # Where `build` and a local command's relative paths resolve: the project folder of the
     # spec tree the spec came from (a model author's repository, or the bundle).
     home: Path = REPO_ROOT
+    # Batched sessions (docs/runner.md, "Batched sessions in runs"): how many sessions the
+    # harness plays at once on one server of this launch; > 1 starts the server with
+    # `--max-sessions N`. 1 unless a run asks (`with_max_sessions`: `duplexeval run` and
+    # `reproduce` do), so a debugging session or a conformance check starts the plain server.
+    max_sessions: int = 1
+    # The most the spec allows (`launch.max_sessions`): the server keeps that many apart.
+    sessions_limit: int = 1
+    # `launch.batch_exact`: a session's bytes do not depend on the server's width (the
+    # reference agents); when false the width is part of a run folder's resume identity.
+    batch_exact: bool = False
+
+    def _with_width(self, argv: list[str]) -> list[str]:
+        return argv + ["--max-sessions", str(self.max_sessions)] if self.max_sessions > 1 else argv
+
+    def with_max_sessions(self, cap: int | None) -> "ModelSpec":
+        """The launch of a batched run: the spec's `launch.max_sessions`, capped by the run's
+        `--max-sessions N` (None: no cap); never above what the spec declares."""
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValueError(f"--max-sessions must be an integer >= 1, got {cap!r}")
+        return replace(self, max_sessions=min(self.sessions_limit, cap or self.sessions_limit))
 
     def local_argv(self, socket_path: str) -> list[str]:
         """The launch command with {socket} and {python} filled in.
@@ -58,13 +78,13 @@ class ModelSpec:
         argv = [a.replace("{socket}", socket_path).replace("{python}", sys.executable) for a in self.command]
         if argv and argv[0] in ("python", "python3"):
             argv[0] = sys.executable
-        return argv
+        return self._with_width(argv)
 
     def container_argv(self, socket_path: str) -> list[str] | None:
         """The same command inside the image (whose venv `python` is on PATH); None: the image's CMD."""
         if not self.command:
             return None
-        return [a.replace("{socket}", socket_path).replace("{python}", "python") for a in self.command]
+        return self._with_width([a.replace("{socket}", socket_path).replace("{python}", "python") for a in self.command])
 
     def with_backend(self, backend: str | None = None, endpoint: str | None = None) -> "ModelSpec":
         """The spec as a run's `--backend` / `--endpoint` choose, without editing the file.
@@ -133,8 +153,17 @@ def model_spec_from(obj: Any) -> ModelSpec:
         clocks=tuple(data.get("clocks", ("lockstep",))),
         capabilities=tuple(data.get("capabilities", ())),
         data=data,
+        sessions_limit=_max_sessions(launch, where),
+        batch_exact=bool(launch.get("batch_exact", False)),
         home=project_dir(obj.path, "models") if getattr(obj, "path", None) else REPO_ROOT,
     )
+
+
+def _max_sessions(launch: dict[str, Any], where: str) -> int:
+    n = launch.get("max_sessions", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{where}: launch.max_sessions must be an integer >= 1, got {n!r}")
+    return n
 
 
 def load_model_spec(model_id: str, root: Path | None = None) -> ModelSpec:

@@ -37,8 +37,9 @@ def job_dir(run_dir: Path, job: Job) -> Path:
     return run_dir / job.model.id / job.benchmark.id
 
 
-def with_runner(jobs: list[Job], run_id: str, backend: str | None = None, endpoint: str | None = None) -> list[Job]:
-    """Jobs whose model starts as this run asks (`--backend`, `--endpoint`) and carries the run label.
+def with_runner(jobs: list[Job], run_id: str, backend: str | None = None, endpoint: str | None = None,
+                max_sessions: int | None = None) -> list[Job]:
+    """Jobs whose model starts as this run asks (`--backend`, `--endpoint`, `--max-sessions`) and carries the run label.
 
     Raises ValueError (naming the model) when the spec cannot run that way.
     """
@@ -47,8 +48,14 @@ def with_runner(jobs: list[Job], run_id: str, backend: str | None = None, endpoi
     if endpoint and len({j.model.id for j in jobs}) > 1:
         raise ValueError(f"--endpoint names one server, but the plan has models {sorted({j.model.id for j in jobs})}; "
                          "narrow it with --models")
-    return [replace(j, runner=replace(model_spec_from(j.model).with_backend(backend, endpoint), run_id=run_id))
+    return [replace(j, runner=replace(model_spec_from(j.model).with_backend(backend, endpoint)
+                                      .with_max_sessions(max_sessions), run_id=run_id))
             for j in jobs]
+
+
+def sessions_record(jobs: list[Job], cap: int | None) -> dict[str, Any]:
+    """The manifest's `max_sessions`: the run's cap and the sessions each model's server holds."""
+    return {"cap": cap, "models": {j.model.id: j.runner.max_sessions for j in jobs if j.runner is not None}}
 
 
 def plan_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None) -> JobPlan:

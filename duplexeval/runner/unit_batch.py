@@ -1,0 +1,164 @@
+"""Several work units at once on one model server: the batched sessions of a run.
+
+A server whose spec declares `launch.max_sessions: N` holds N sessions at once
+(docs/runner.md, "Batched sessions in runs"). An executor hands one worker up to N units
+of that model (executors/core.py counts the slots) and the worker plays them here: each
+unit is one session (an item, or a forked group of rounds), with its own socket, its own
+stimulus (so its own adaptive MPE scheduler) and its own seed (`item_seed` of its id, as
+when played alone). What differs from playing them one after another is only when a
+fault tears the server down:
+
+- a session that faults ends as its own items' `error` (with the reason), while its
+  siblings keep playing on the same server;
+- once every session of the batch has ended, a server that faulted is stopped (its exit
+  status and stderr tail are added to each fault's reason, as for a lone item) and the
+  next batch starts a fresh one;
+- an item is written the moment its session ends well, so a run killed mid-batch keeps
+  every item finished so far and a resume replays only the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from duplexeval.runner.batch import BUSY_RETRY_S, probe_max_sessions, refused_busy, run_session_when_free
+from duplexeval.runner.errors import ModelFault
+from duplexeval.runner.fork import add_group_diagnostics, run_forked_session
+from duplexeval.runner.items import (
+    ItemResult, ModelHost, StimulusFactory, finished_status, item_seed, startup_failure, write_item,
+)
+from duplexeval.runner.session import SessionOutcome
+
+
+@dataclass
+class UnitSession:
+    """One unit as a session to play: its items (one, or a forked group) and the job's settings."""
+
+    out: Path                                   # the job folder (prepared: `prepare_out_dir`)
+    unit_id: str                                # the item id, or the fork group's id
+    items: list[tuple[str, StimulusFactory]]
+    forked: bool
+    clock: str
+    rate: int
+    seed: int                                   # the run seed; the session's is item_seed(seed, unit_id)
+    prompt: str | None
+
+    @property
+    def session_seed(self) -> int:
+        return item_seed(self.seed, self.unit_id)
+
+    def dirs(self) -> dict[str, Path]:
+        return {i: self.out / "items" / i for i, _ in self.items}
+
+    def skipped(self) -> list[ItemResult] | None:
+        """The unit's results when every item is finished on disk, else None."""
+        done = {i: finished_status(d) for i, d in self.dirs().items()}
+        if any(st is None for st in done.values()):
+            return None
+        return [ItemResult(i, st["status"], st.get("reason"), self.dirs()[i], skipped=True) for i, st in done.items()]
+
+    def clear(self) -> None:
+        """An unfinished attempt (and its temp files) is redone from scratch, the whole unit."""
+        for d in self.dirs().values():
+            if d.exists():
+                shutil.rmtree(d)
+
+    def write(self, host: ModelHost, outcomes: list[tuple[str, SessionOutcome]]) -> list[ItemResult]:
+        dirs, clock = self.dirs(), "lockstep" if self.forked else self.clock
+        return [write_item(dirs[i], out, host.spec, clock, self.session_seed) for i, out in outcomes]
+
+
+def play_units(host: ModelHost, units: Sequence[UnitSession]) -> list[list[ItemResult]]:
+    """Plays `units` as concurrent sessions on `host`; one list of ItemResults per unit, in order.
+
+    Units finished on disk are skipped; the others are cleared and played together. A
+    model that cannot start makes STARTUP errors of every item, as `play_item` does.
+    """
+    results: list[list[ItemResult] | None] = [u.skipped() for u in units]
+    todo = [k for k, r in enumerate(results) if r is None]
+    for k in todo:
+        units[k].clear()
+    if not todo:
+        return results  # type: ignore[return-value]
+    retried = host.start_error is None
+    if host.start_error is None:
+        try:
+            host.ensure()
+        except Exception as exc:  # ModelFault(STARTUP), docker.errors.DockerException, OSError
+            host.close()
+            host.start_error = f"model {host.spec.id} could not be started ({host.spec.backend} backend): {exc}"
+    if host.start_error is not None:
+        for k in todo:
+            u = units[k]
+            results[k] = u.write(host, [(i, startup_failure(u.rate, host.start_error, retried)) for i, _ in u.items])
+        return results  # type: ignore[return-value]
+    played = asyncio.run(_play_together(host, [units[k] for k in todo]))
+    faulted = [(k, outs) for k, (outs, written) in zip(todo, played) if written is None]
+    for k, (_, written) in zip(todo, played):
+        if written is not None:
+            results[k] = written
+    if faulted:
+        first = next(o.fault for _, outs in faulted for _, o in outs if o.fault is not None)
+        diag = host.after_fault(first)  # every session has ended: only now is the server torn down
+        for k, outs in faulted:
+            _add_diagnostics(units[k], outs, diag)
+            results[k] = units[k].write(host, outs)
+    return results  # type: ignore[return-value]
+
+
+def _add_diagnostics(unit: UnitSession, outs: list[tuple[str, SessionOutcome]], diag: str) -> None:
+    """As a lone item or group gets them (runner/items.py `run_one`, runner/fork.py `play_group`)."""
+    if unit.forked:
+        add_group_diagnostics(outs, diag)
+        return
+    for _, out in outs:
+        if out.fault is not None and diag and diag not in out.fault.reason:
+            out.fault.reason = f"{out.fault.reason}; {diag}"
+            out.events[-1]["reason"] = out.fault.reason
+
+
+async def _play_together(host: ModelHost, units: list[UnitSession]):
+    """(outcomes, written items or None when a session faulted) per unit."""
+    endpoint = host.endpoint
+    assert endpoint is not None
+    limit = len(units)
+    if host.spec.backend == "endpoint":
+        try:  # a server someone else started may hold fewer sessions than the spec says
+            limit = min(limit, await probe_max_sessions(endpoint, host.spec))
+        except ModelFault:
+            pass  # the sessions themselves will say what is wrong
+    gate = asyncio.Semaphore(limit)
+
+    async def one(unit: UnitSession):
+        async with gate:
+            outs = await _play_unit(host, unit)
+        if any(o.fault is not None for _, o in outs):
+            return outs, None
+        # At once (a kill mid-batch keeps this unit), off the event loop: a realtime sibling's
+        # frames must not wait for a WAV's write and fsync.
+        return outs, await asyncio.to_thread(unit.write, host, outs)
+
+    return await asyncio.gather(*(one(u) for u in units))
+
+
+async def _play_unit(host: ModelHost, unit: UnitSession) -> list[tuple[str, SessionOutcome]]:
+    endpoint, spec = host.endpoint, host.spec
+    if not unit.forked:
+        (item_id, factory), = unit.items
+        out = await run_session_when_free(endpoint, spec, factory(), unit.clock, unit.rate, unit.session_seed,
+                                          unit.prompt)
+        return [(item_id, out)]
+    stimuli = [(i, factory()) for i, factory in unit.items]
+    for wait in (*BUSY_RETRY_S, None):
+        outs = await run_forked_session(endpoint, spec, stimuli, unit.rate, unit.session_seed, unit.prompt)
+        if wait is None or not refused_busy([o for _, o in outs]):
+            break
+        await asyncio.sleep(wait)
+    return outs
+
+
+__all__ = ["UnitSession", "play_units"]
