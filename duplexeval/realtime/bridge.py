@@ -68,6 +68,8 @@ class RealtimeBridge(DuplexServer):
         self.lock = threading.Lock()
         self.buffer = bytearray()
         self.events: list[dict] = []
+        self.opened = False  # a session was opened on this connection: `reset` opens the next one lazily
+        self.prompt: str | None = None
 
     # ---- session ----------------------------------------------------------------------------
     def reset(self) -> None:
@@ -83,6 +85,12 @@ class RealtimeBridge(DuplexServer):
         self.timing = SessionTiming(self.cfg.frame_ms / 1000.0)
 
     def start_session(self, clock: str, seed: int, prompt: str | None) -> None:
+        self.prompt = prompt
+        self.open_remote()
+
+    def open_remote(self) -> None:
+        """A fresh remote session (hello, or the first frame after a reset: a new conversation)."""
+        prompt = self.prompt
         remote = RemoteSession(self.cfg, self.timing, self._on_audio, self._on_event, self._on_interrupt)
         self.remote = remote
         budget = (self.cfg.connect_timeout_s + 60.0) * (self.cfg.connect_retries + 1) + self.cfg.stall_timeout_s
@@ -92,15 +100,17 @@ class RealtimeBridge(DuplexServer):
             raise ProtocolViolation(fault.code, f"{self.cfg.model_id}: {fault.message}") from None
         except TimeoutError:
             raise ProtocolViolation(ErrorCode.REMOTE_STALL, f"{self.cfg.model_id}: session not open after {budget:g} s") from None
+        self.opened = True
         for retry in remote.retries:  # bounded connect retries, on the record
             self._on_event({"event": "bridge.connect_retry", **retry})
 
     def step(self, frame_idx: int, input_audio: np.ndarray, forced: np.ndarray | None) -> np.ndarray:
-        t = self.timing.now()
-        self.timing.frame_arrived(frame_idx, t)
+        if self.remote is None:
+            if not self.opened:
+                raise ProtocolViolation(ErrorCode.NOT_READY, "no remote session (hello first)")
+            self.open_remote()  # after `reset`: frame 0's deadline counts from after the connection
         remote = self.remote
-        if remote is None:
-            raise ProtocolViolation(ErrorCode.NOT_READY, "no remote session (hello first)")
+        self.timing.frame_arrived(frame_idx, self.timing.now())
         if remote.fault is not None:
             raise ProtocolViolation(remote.fault.code, f"{self.cfg.model_id}: {remote.fault.message}")
         pcm = (np.clip(input_audio, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
