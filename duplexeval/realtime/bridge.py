@@ -155,6 +155,7 @@ class RealtimeBridge(DuplexServer):
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
+    logging.getLogger("websockets").setLevel(logging.WARNING)  # one line per connection would crowd out error reasons
     try:
         cfg = RealtimeConfig.from_env()
     except (RealtimeConfigError, TypeError, ValueError) as exc:
