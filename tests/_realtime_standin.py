@@ -40,6 +40,7 @@ class StandInRealtimeServer:
     appends: int = 0
     received: list[dict] = field(default_factory=list)
     port: int = 0
+    reply_text: str | None = None  # None: the answer is a 0.6 s tone; text: flite says it (Silero hears speech)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> "StandInRealtimeServer":
@@ -130,9 +131,7 @@ class StandInRealtimeServer:
                              "rate_limits": [{"name": "tokens", "limit": 1000, "remaining": 990, "reset_seconds": 1.0}]})
         if self.mode == "stall":
             return  # response.created, then nothing: the bridge must call it a stall
-        n = int(REPLY_S * self.rate)
-        t = np.arange(n) / self.rate
-        pcm = (0.3 * np.sin(2 * np.pi * 440 * t) * 32767).astype("<i2").tobytes()
+        pcm = self.reply_pcm()
         status = "completed"
         try:
             for k in range(0, len(pcm), self.rate // 5 * 2):  # 200 ms deltas, sent faster than real time
@@ -142,6 +141,15 @@ class StandInRealtimeServer:
         except asyncio.CancelledError:
             status = "cancelled"
         await self.send(ws, {"type": "response.done", "response": {"id": rid, "status": status}})
+
+    def reply_pcm(self) -> bytes:
+        if self.reply_text:
+            from duplexeval.tts import synthesize
+
+            audio = synthesize(self.reply_text, "slt", self.rate)  # cached on disk after the first reply
+            return (np.clip(audio, -1, 1) * 32767).astype("<i2").tobytes()
+        t = np.arange(int(REPLY_S * self.rate)) / self.rate
+        return (0.3 * np.sin(2 * np.pi * 440 * t) * 32767).astype("<i2").tobytes()
 
     async def fault(self, ws) -> bool:
         """The fault this stand-in was told to make, after `fault_after_appends` appends; True: session over."""
