@@ -13,6 +13,7 @@ audio played in real time, plus scoring.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -119,3 +120,25 @@ def test_no_planted_key_reaches_the_run_folder(run_dir, monkeypatch):
     for path in run_dir.rglob("*"):
         if path.is_file():
             assert b"PLANTED" not in path.read_bytes(), path
+
+
+@pytest.mark.slow
+def test_max_cost_stops_a_run_at_the_limit_before_any_session(spec_tree, standin, tmp_path, monkeypatch):
+    from duplexeval.realtime import cost
+
+    monkeypatch.setenv("DUPLEXEVAL_SPECS", str(spec_tree / "specs"))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    appends = standin.appends
+    try:
+        # The next item is assumed as long as the run's longest unit (132 s of MPE): 0.13 at 0.06/min > 0.01.
+        res = CliRunner().invoke(cli, ["run", "--suite", "rt-standin-suite", "--runs-dir", str(tmp_path), "--run-id", "b",
+                                       "--benchmarks", "mtr-instruction", "--price-per-minute", "0.06",
+                                       "--max-cost", "0.01"])
+    finally:
+        for name in (cost.LEDGER_ENV, cost.MAX_COST_ENV, cost.PRICE_ENV, cost.NEXT_ITEM_ENV):
+            os.environ.pop(name, None)  # the CLI set them for its bridges (not monkeypatch: it would put them back)
+    assert res.exit_code == 0, res.output
+    status = json.loads((tmp_path / "b" / "rt-standin" / "mtr-instruction" / "items" / "rt-instr.r01" / "status.json")
+                        .read_text())
+    assert status["error_code"] == "BUDGET" and "--max-cost 0.01 reached" in status["reason"]
+    assert standin.appends == appends  # nothing was streamed

@@ -21,6 +21,7 @@ variable the spec names.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import sys
 import threading
@@ -30,6 +31,7 @@ import numpy as np
 from duplexeval.protocol.server import DuplexServer, ProtocolViolation, run_server
 from duplexeval.protocol.wire import ErrorCode
 from duplexeval.realtime.config import RealtimeConfig, RealtimeConfigError
+from duplexeval.realtime.cost import Budget, BudgetExceeded
 from duplexeval.realtime.remote import RemoteFault, RemoteSession
 from duplexeval.realtime.timing import SessionTiming
 
@@ -70,9 +72,19 @@ class RealtimeBridge(DuplexServer):
         self.events: list[dict] = []
         self.opened = False  # a session was opened on this connection: `reset` opens the next one lazily
         self.prompt: str | None = None
+        self.budget = Budget.from_env(cfg.price_per_minute)  # the run's --max-cost, or None
+        self.billed = True  # the current session's audio is in the ledger (nothing streamed yet)
+        atexit.register(self.bill)
 
     # ---- session ----------------------------------------------------------------------------
+    def bill(self) -> None:
+        """The session's streamed audio into the run's cost ledger, once (end, reset or exit)."""
+        if self.budget is not None and not self.billed:
+            self.billed = True
+            self.budget.record(self.cfg.model_id, self.timing.audio_in_s)
+
     def reset(self) -> None:
+        self.bill()
         if self.remote is not None:
             try:
                 self.remote_loop.run(self.remote.close(), timeout=5.0)
@@ -91,15 +103,21 @@ class RealtimeBridge(DuplexServer):
     def open_remote(self) -> None:
         """A fresh remote session (hello, or the first frame after a reset: a new conversation)."""
         prompt = self.prompt
+        if self.budget is not None:
+            try:
+                self.budget.check()
+            except BudgetExceeded as exc:
+                raise ProtocolViolation(ErrorCode.BUDGET, f"{self.cfg.model_id}: {exc}") from None
+            self.billed = False
         remote = RemoteSession(self.cfg, self.timing, self._on_audio, self._on_event, self._on_interrupt)
         self.remote = remote
-        budget = (self.cfg.connect_timeout_s + 60.0) * (self.cfg.connect_retries + 1) + self.cfg.stall_timeout_s
+        wait_s = (self.cfg.connect_timeout_s + 60.0) * (self.cfg.connect_retries + 1) + self.cfg.stall_timeout_s
         try:
-            self.remote_loop.run(remote.open(prompt), timeout=budget)
+            self.remote_loop.run(remote.open(prompt), timeout=wait_s)
         except RemoteFault as fault:
             raise ProtocolViolation(fault.code, f"{self.cfg.model_id}: {fault.message}") from None
         except TimeoutError:
-            raise ProtocolViolation(ErrorCode.REMOTE_STALL, f"{self.cfg.model_id}: session not open after {budget:g} s") from None
+            raise ProtocolViolation(ErrorCode.REMOTE_STALL, f"{self.cfg.model_id}: session not open after {wait_s:g} s") from None
         self.opened = True
         for retry in remote.retries:  # bounded connect retries, on the record
             self._on_event({"event": "bridge.connect_retry", **retry})
@@ -128,6 +146,7 @@ class RealtimeBridge(DuplexServer):
         return out
 
     def end_session(self) -> dict:
+        self.bill()
         summary = self.timing.summary()
         summary["remote_errors"] = self.remote.errors if self.remote is not None else 0
         with self.lock:
@@ -164,6 +183,10 @@ def main(argv: list[str] | None = None) -> None:
         # A start-up failure (STARTUP items, redone on resume), not a model's behaviour.
         sys.exit(f"realtime bridge for {cfg.model_id}: environment variable {cfg.api_key_env} is not set "
                  "(launch.realtime.api_key_env); export the key there")
+    try:
+        Budget.from_env(cfg.price_per_minute)
+    except (BudgetExceeded, ValueError) as exc:
+        sys.exit(f"realtime bridge for {cfg.model_id}: {exc}")
     run_server(lambda args: RealtimeBridge(cfg), argv, description=__doc__.splitlines()[0])
 
 
