@@ -90,6 +90,24 @@ def test_a_session_records_the_servers_audio_events_and_timing(standin, tmp_path
     assert update["session"]["audio"]["input"]["turn_detection"] == {"type": "server_vad"}
 
 
+def test_user_speech_over_the_model_drops_its_unplayed_audio_and_truncates_the_item(standin, tmp_path):
+    # speech 0.4 s, silence 0.4 s (the stand-in answers at ~0.7 s with 0.6 s of tone, sent at
+    # once), then speech again from 0.8 s: a client stops playing and tells the server.
+    audio = np.concatenate([speech_then_silence(0.4, 0.4), speech_then_silence(0.4, 1.2)])
+    res = run_item(spec_for(standin, max_send_lateness_ms=2000), FileStimulus(audio, RATE), tmp_path / "i",
+                   clock="realtime")
+    status, events = read_item(tmp_path / "i")
+    assert res.status == "ok", status
+    truncates = [e for e in standin.received if e["type"] == "conversation.item.truncate"]
+    assert len(truncates) == 1 and truncates[0]["item_id"].startswith("item") and truncates[0]["audio_end_ms"] < 600
+    barge = [e for e in events if e.get("event") == "input_audio_buffer.speech_started"][1]
+    assert barge["dropped_samples"] > 0
+    said = sf.read(tmp_path / "i" / "recording.wav")[0][:, 1]
+    second = next(e for e in events if e.get("event") == "response.created" and e["t"] > barge["t"])
+    heard_s = np.count_nonzero(np.abs(said[: int(second["t"] * RATE)]) > 0.05) / RATE
+    assert 0 < heard_s < 0.5, heard_s  # the first 0.6 s answer was cut, not played to the end
+
+
 def test_conformance_passes_against_the_standin_and_refuses_lockstep_with_its_reason(standin, tmp_path, monkeypatch):
     # gpt-realtime's spec as a copy whose lateness bound is 3 s instead of 250 ms: under `make
     # test` both cores are busy, and a late append here would be the machine's, not the bridge's.
@@ -121,6 +139,7 @@ FAULTS = [
     ("rate_event", {}, "RATE_LIMITED", "tokens per minute exceeded"),
     ("server_error", {}, "REMOTE_ERROR", "internal failure"),
     ("no_update", {"stall_timeout_s": 0.5}, "REMOTE_STALL", "session.updated"),
+    ("stall", {"stall_timeout_s": 0.5}, "REMOTE_STALL", "after response.created"),
     ("close", {}, "REMOTE_CLOSED", "stand-in closes mid-session"),
     ("malformed", {}, "REMOTE_BAD_EVENT", "not JSON"),
     ("bad_audio", {}, "REMOTE_BAD_EVENT", "not base64"),
@@ -135,7 +154,8 @@ def test_a_model_fault_is_an_error_item_with_code_and_reason(standin, tmp_path, 
     elif mode != "late":
         standin.mode = mode
     standin.fault_after_appends = 5
-    res = run_item(spec_for(standin, **fields), FileStimulus(speech_then_silence(0.4, 0.8), RATE), tmp_path / "i",
+    silence = 2.0 if mode == "stall" else 0.8  # the stall begins after the stand-in's response.created (~0.7 s)
+    res = run_item(spec_for(standin, **fields), FileStimulus(speech_then_silence(0.4, silence), RATE), tmp_path / "i",
                    clock="realtime")
     status, events = read_item(tmp_path / "i")
     assert res.status == "error", status

@@ -147,6 +147,8 @@ class RealtimeBridge(DuplexServer):
 
     def end_session(self) -> dict:
         self.bill()
+        if self.remote is not None and self.remote.fault is not None:  # a fault after the last frame is still one
+            raise ProtocolViolation(self.remote.fault.code, f"{self.cfg.model_id}: {self.remote.fault.message}")
         summary = self.timing.summary()
         summary["remote_errors"] = self.remote.errors if self.remote is not None else 0
         with self.lock:
