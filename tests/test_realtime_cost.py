@@ -80,18 +80,21 @@ def test_max_cost_stops_before_the_next_item_would_cross_it_and_a_resume_plays_o
     monkeypatch.setenv(cost.PRICE_ENV, "1.0")
     monkeypatch.setenv(cost.NEXT_ITEM_ENV, "1.2")
     monkeypatch.setenv(cost.MAX_COST_ENV, "0.05")
-    first = run_items(spec, items(3), tmp_path / "run", clock="realtime")
-    assert [r.status for r in first] == ["ok", "ok", "error"]
+    first = run_items(spec, items(4), tmp_path / "run", clock="realtime")
+    assert [r.status for r in first] == ["ok", "ok", "error", "error"]
     status = json.loads((tmp_path / "run" / "items" / "item-2" / "status.json").read_text())
     assert status["error_code"] == "BUDGET" and "--max-cost 0.05 reached" in status["reason"]
+    # Once over the limit the bridge does not start again: the rest fail fast, redone on resume.
+    status = json.loads((tmp_path / "run" / "items" / "item-3" / "status.json").read_text())
+    assert status["error_code"] == "STARTUP" and "--max-cost 0.05 reached" in status["reason"]
     spent = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert len(spent) == 2 and all(abs(e["audio_s"] - 1.2) < 0.05 for e in spent)
     handshakes = standin.handshakes
     assert handshakes == 2  # the refused item never reached the API
 
     monkeypatch.setenv(cost.MAX_COST_ENV, "1.0")
-    again = run_items(spec, items(3), tmp_path / "run", clock="realtime")
-    assert [(r.status, r.skipped) for r in again] == [("ok", True), ("ok", True), ("ok", False)]
-    assert standin.handshakes == handshakes + 1  # only the BUDGET item was played; finished items never are
-    assert len(ledger.read_text().splitlines()) == 3
+    again = run_items(spec, items(4), tmp_path / "run", clock="realtime")
+    assert [(r.status, r.skipped) for r in again] == [("ok", True), ("ok", True), ("ok", False), ("ok", False)]
+    assert standin.handshakes == handshakes + 2  # only the two stopped items were played; finished ones never are
+    assert len(ledger.read_text().splitlines()) == 4
     assert KEY not in ledger.read_text()

@@ -186,7 +186,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"realtime bridge for {cfg.model_id}: environment variable {cfg.api_key_env} is not set "
                  "(launch.realtime.api_key_env); export the key there")
     try:
-        Budget.from_env(cfg.price_per_minute)
+        budget = Budget.from_env(cfg.price_per_minute)
+        if budget is not None:
+            # Over the limit already: no start, so the run's remaining items of this model fail
+            # fast as STARTUP (redone on resume) instead of one bridge start each.
+            budget.check()
     except (BudgetExceeded, ValueError) as exc:
         sys.exit(f"realtime bridge for {cfg.model_id}: {exc}")
     run_server(lambda args: RealtimeBridge(cfg), argv, description=__doc__.splitlines()[0])
