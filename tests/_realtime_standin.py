@@ -156,6 +156,9 @@ class StandInRealtimeServer:
         if self.mode == "rate_event":
             await self.send(ws, {"type": "error", "error": {"type": "rate_limit_error", "code": "rate_limit_exceeded",
                                                             "message": "stand-in: tokens per minute exceeded"}})
+        elif self.mode == "echo_key":  # a server that quotes the credential it was given
+            await self.send(ws, {"type": "error", "error": {"type": "server_error",
+                                                            "message": f"stand-in: cannot serve key {self.key}"}})
         elif self.mode == "server_error":
             await self.send(ws, {"type": "error", "error": {"type": "server_error", "message": "stand-in: internal failure"}})
         elif self.mode == "close":

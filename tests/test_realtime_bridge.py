@@ -168,6 +168,19 @@ def test_a_model_fault_is_an_error_item_with_code_and_reason(standin, tmp_path, 
     assert KEY not in text and "PLANTED" not in text and "WRONG-realtime" not in text
 
 
+def test_a_key_a_server_echoes_from_a_spec_named_variable_is_redacted_everywhere(standin, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("STANDIN_API_KEY", KEY)  # not one of duplexeval.secrets' named variables: the suffix counts
+    standin.mode, standin.fault_after_appends = "echo_key", 3
+    res = run_item(spec_for(standin, api_key_env="STANDIN_API_KEY"), FileStimulus(speech_then_silence(0.2, 0.6), RATE),
+                   tmp_path / "i", clock="realtime")
+    status, _ = read_item(tmp_path / "i")
+    assert res.status == "error" and status["error_code"] == "REMOTE_ERROR"
+    assert "cannot serve key <STANDIN_API_KEY>" in status["reason"]
+    for path in (tmp_path / "i").rglob("*"):
+        assert KEY.encode() not in path.read_bytes(), path
+
+
 def test_a_missing_key_is_a_startup_error_naming_the_variable(standin, tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     res = run_item(spec_for(standin), FileStimulus(speech_then_silence(0.2, 0.2), RATE), tmp_path / "i", clock="realtime")

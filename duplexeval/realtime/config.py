@@ -48,9 +48,10 @@ class RealtimeConfig:
     price_per_minute: float | None = None
 
     def api_key(self) -> str:
-        """The key from the environment, read at the last moment; '' for a server without keys."""
+        """The key from the environment, read at the last moment ('' when unset; a placeholder for a
+        server that takes none, since the openai client insists on one)."""
         if not self.api_key_env:
-            return "no-key"  # the openai client insists on a value; a keyless server ignores it
+            return "no-key"  # a keyless server ignores the header
         return os.environ.get(self.api_key_env, "")
 
     def to_env(self) -> str:

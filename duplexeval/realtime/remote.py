@@ -184,7 +184,7 @@ class RemoteSession:
         try:
             event = json.loads(data)
         except (ValueError, UnicodeDecodeError):
-            raise RemoteFault(ErrorCode.REMOTE_BAD_EVENT, f"server sent a message that is not JSON: {bytes(data[:60])!r}") from None
+            raise RemoteFault(ErrorCode.REMOTE_BAD_EVENT, f"server sent a message that is not JSON: {data[:60]!r}") from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str) or not event["type"]:
             raise RemoteFault(ErrorCode.REMOTE_BAD_EVENT, f"server event without a string 'type': {str(event)[:120]}")
         return event
