@@ -108,6 +108,23 @@ def test_user_speech_over_the_model_drops_its_unplayed_audio_and_truncates_the_i
     assert 0 < heard_s < 0.5, heard_s  # the first 0.6 s answer was cut, not played to the end
 
 
+def test_a_keyless_vllm_omni_spec_speaks_the_beta_session_shape(tmp_path, monkeypatch):
+    server = StandInRealtimeServer(key="no-key").start()  # a server without keys: the bridge sends a placeholder
+    try:
+        data = json.loads(json.dumps(load_model_spec("vllm-omni-personaplex").data))
+        data["launch"]["realtime"]["max_send_lateness_ms"] = 2000
+        spec = model_spec_from(data).with_backend(None, server.url)
+        res = run_item(spec, FileStimulus(speech_then_silence(), RATE), tmp_path / "i", clock="realtime")
+    finally:
+        server.stop()
+    status, events = read_item(tmp_path / "i")
+    assert res.status == "ok", status
+    update = next(e for e in server.received if e["type"] == "session.update")["session"]
+    assert update["input_audio_format"] == "pcm16" and update["turn_detection"] is None  # the server decides
+    assert status["remote_timing"]["receive"]["deltas"] > 0
+    assert "dropped_samples" not in next(e for e in events if e.get("event") == "input_audio_buffer.speech_started")
+
+
 def test_conformance_passes_against_the_standin_and_refuses_lockstep_with_its_reason(standin, tmp_path, monkeypatch):
     # gpt-realtime's spec as a copy whose lateness bound is 3 s instead of 250 ms: under `make
     # test` both cores are busy, and a late append here would be the machine's, not the bridge's.
