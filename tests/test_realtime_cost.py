@@ -42,6 +42,17 @@ def test_dry_run_of_a_paid_model_without_a_price_says_so_and_local_models_cost_n
     assert "| moshi | mpe-explicit | 2000 | 4400.0 | - | - |" in res.output
 
 
+def test_dry_run_counts_a_local_data_set_from_its_files():
+    from duplexeval.resources import bundle_root
+
+    scenes = len(list((bundle_root() / "data" / "embedded" / "mpe" / "scenes").glob("*.yaml")))
+    res = CliRunner().invoke(cli, ["run", "--dry-run", "--suite", "embedded", "--models", "silent,babbler",
+                                   "--benchmarks", "mpe-explicit,mtr-instruction"])
+    assert res.exit_code == 0, res.output
+    assert f"| silent | mpe-explicit | {scenes} | {scenes * 132 / 60:.1f} | - | - |" in res.output
+    assert "| silent | mtr-instruction | 10 | 2.5 | - | - |" in res.output  # one dialogue of 10 queries x 15 s
+
+
 def test_max_cost_without_a_price_is_refused_before_anything_starts(tmp_path):
     res = CliRunner().invoke(cli, ["run", "--suite", "embedded", "--models", "gpt-realtime", "--benchmarks",
                                    "mpe-explicit", "--clock", "realtime", "--max-cost", "1", "--runs-dir", str(tmp_path)])

@@ -65,6 +65,32 @@ def unit_seconds(bench: dict[str, Any], context: str) -> float:
     return played * ASSUMED_UNIT_S["mtr-round"]
 
 
+def local_data_count(bench: dict[str, Any]) -> int | None:
+    """Units of a benchmark whose data is a local file or folder (the embedded sets), else None.
+
+    MPE: one unit per scene file; MTR feature dialogues and quality clips: one per dialogue;
+    instruction and safety: one per query (round), as `data.count` counts them in the paper specs.
+    """
+    from duplexeval.resources import bundle_root
+
+    path = bench.get("data", {}).get("path")
+    if not path:
+        return None
+    where = Path(path) if Path(path).is_absolute() else bundle_root() / path
+    dimension = bench.get("dimension", "")
+    try:
+        if dimension == "mpe":
+            return len(list(where.glob("*.yaml"))) if where.is_dir() else None
+        import yaml
+
+        dialogues = yaml.safe_load(where.read_text("utf-8")).get("dialogues", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    if dimension in ("mtr-instruction", "mtr-safety"):
+        return sum(len(d.get("rounds", [])) for d in dialogues)
+    return len(dialogues)
+
+
 def model_price(model_data: dict[str, Any], override: float | None) -> float | None:
     """The run's price, else the spec's; None for a model that is not a paid API."""
     if model_data.get("launch", {}).get("backend") != "realtime-api":
@@ -85,7 +111,7 @@ def estimate_jobs(jobs: Iterable[Any], clock: str, limit: int | None, price: flo
         context = "-"
         if bench.get("dimension", "").startswith("mtr-"):
             context = context_mode(bench, list(model.get("capabilities", [])), model_clock)
-        count = bench.get("data", {}).get("count")
+        count = bench.get("data", {}).get("count") or local_data_count(bench)
         caps = [n for n in (count, limit, getattr(job, "limit", None)) if isinstance(n, int)]
         units = min(caps) if caps else None
         out.append(JobEstimate(job.model.id, job.benchmark.id, units, unit_seconds(bench, context), model_price(model, price)))
@@ -95,7 +121,8 @@ def estimate_jobs(jobs: Iterable[Any], clock: str, limit: int | None, price: flo
 def format_estimate(estimates: list[JobEstimate]) -> list[str]:
     lines = ["Assumed audio per unit (bench/project_paper_suites.py): "
              + ", ".join(f"{k} {v:g} s" for k, v in ASSUMED_UNIT_S.items())
-             + "; MTR without fork replays rounds 1..k for round k",
+             + "; MTR without fork replays rounds 1..k for round k; a local data set is counted from its"
+             " file (every dialogue: an upper bound for a feature benchmark)",
              "| model | benchmark | units | audio (min) | price/min | cost |", "|---|---|---|---|---|---|"]
     total_min = total_cost = 0.0
     unknown = False
