@@ -34,7 +34,8 @@ SILENCE_TO_STOP_S = 0.3
 class StandInRealtimeServer:
     key: str = "sk-test-standin-0123456789abcdef"
     rate: int = 24000
-    mode: str = "ok"  # ok | http429 | rate_event | server_error | stall | close | malformed | no_update
+    mode: str = "ok"  # ok | http429 | http429_once | rate_event | server_error | echo_key | stall | close | malformed
+    #                   | bad_audio | no_update
     fault_after_appends: int = 10
     handshakes: int = 0
     appends: int = 0
@@ -75,7 +76,7 @@ class StandInRealtimeServer:
             return connection.respond(HTTPStatus.NOT_FOUND, "stand-in: no such path\n")
         if request.headers.get("Authorization") != f"Bearer {self.key}":
             return connection.respond(HTTPStatus.UNAUTHORIZED, "stand-in: invalid_api_key\n")
-        if self.mode == "http429":
+        if self.mode == "http429" or (self.mode == "http429_once" and self.handshakes == 1):
             return Response(429, "Too Many Requests", Headers({"Retry-After": "0", "Content-Length": "0"}), b"")
         return None
 

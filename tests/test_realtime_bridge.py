@@ -198,6 +198,17 @@ def test_a_key_a_server_echoes_from_a_spec_named_variable_is_redacted_everywhere
         assert KEY.encode() not in path.read_bytes(), path
 
 
+def test_a_429_on_connect_is_retried_once_and_the_retry_is_on_the_record(standin, tmp_path):
+    standin.mode = "http429_once"
+    res = run_item(spec_for(standin, max_send_lateness_ms=2000), FileStimulus(speech_then_silence(0.2, 0.4), RATE),
+                   tmp_path / "i", clock="realtime")
+    status, events = read_item(tmp_path / "i")
+    assert res.status == "ok", status
+    retry = next(e for e in events if e.get("event") == "bridge.connect_retry")
+    assert retry["attempt"] == 1 and retry["code"] == "RATE_LIMITED" and "HTTP 429" in retry["reason"]
+    assert standin.handshakes == 2
+
+
 def test_a_missing_key_is_a_startup_error_naming_the_variable(standin, tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     res = run_item(spec_for(standin), FileStimulus(speech_then_silence(0.2, 0.2), RATE), tmp_path / "i", clock="realtime")
