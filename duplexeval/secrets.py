@@ -14,9 +14,15 @@ SECRET_ENV_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN", "HUGGING_F
 MIN_SECRET_LEN = 8  # shorter values are not keys, and replacing them would mangle ordinary text
 
 
+# A realtime-api model spec names its own key variable (launch.realtime.api_key_env), which
+# the schema requires to end so: every such variable is a key, whichever spec names it.
+SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN")
+
+
 def secret_values() -> dict[str, str]:
     """Name -> value of every known key set in this environment."""
-    return {n: v for n in SECRET_ENV_VARS if len(v := os.environ.get(n, "")) >= MIN_SECRET_LEN}
+    names = list(SECRET_ENV_VARS) + sorted(n for n in os.environ if n.endswith(SECRET_ENV_SUFFIXES) and n not in SECRET_ENV_VARS)
+    return {n: v for n in names if len(v := os.environ.get(n, "")) >= MIN_SECRET_LEN}
 
 
 def redact(text: str) -> str:

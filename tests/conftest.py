@@ -18,7 +18,9 @@ from duplexeval.processes import PARALLEL_WORKERS_ENV
 # beside each other: concurrent builds of one image are safe (wheelhouse), and each test
 # cleans up only its own containers.
 SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_containers", "test_cascaded_baseline_run",
-                 "test_mtr_e2e", "test_executors_e2e", "test_moshi_conformance", "test_moshi_shim", "test_mtr_context")
+                 "test_mtr_e2e", "test_executors_e2e", "test_moshi_conformance", "test_moshi_shim", "test_mtr_context",
+                 # wall-clock sessions against the realtime stand-in: long, but mostly waiting
+                 "test_realtime_runs", "test_realtime_bridge")
 
 
 def pytest_collection_modifyitems(config, items):

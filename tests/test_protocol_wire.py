@@ -48,7 +48,8 @@ def test_garbage_binary_is_a_frame_error_naming_the_problem(data, match):
 
 def test_every_message_type_has_a_schema_definition():
     kinds = control_schema()["properties"]["type"]["enum"]
-    assert set(kinds) == {"hello", "ready", "end", "done", "reset", "snapshot", "restore", "error", "text", "state", "label"}
+    assert set(kinds) == {"hello", "ready", "end", "done", "reset", "snapshot", "restore", "error", "text", "state", "label",
+                          "remote_event"}
     assert all(k in control_schema()["$defs"] for k in kinds)
 
 

@@ -43,7 +43,7 @@ def _split(value: str | None) -> list[str] | None:
 def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] | None, run_id: str | None,
               runs_dir: Path, limit: int | None, clock: str | None, backend: str | None = None,
               endpoint: str | None = None, executor: str = "serial", jobs: int = 1, ray_address: str | None = None,
-              max_sessions: int | None = None):
+              max_sessions: int | None = None, price_per_minute: float | None = None, max_cost: float | None = None):
     """Plan, write the manifest, execute on `executor` (serial | local | ray). Returns (run_dir, outcomes)."""
     from duplexeval.executors import make_pool
     from duplexeval.runs.execute import execute, sessions_record, with_runner
@@ -64,6 +64,10 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     run_id = run_id or f"{suite_id}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     run_dir = runs_dir / run_id
     planned = with_runner(planned, run_id, backend, endpoint, max_sessions)
+    if price_per_minute is not None or max_cost is not None:
+        from duplexeval.realtime.cost import apply_budget
+
+        apply_budget(planned, run_dir, clock, limit, price_per_minute, max_cost)  # read by the realtime bridges
     manifest = build_manifest(run_id, suite_id, planned, registry, clock, seed, suite["cache_mode"])
     manifest["limit"] = limit
     manifest["max_sessions"] = sessions_record(planned, max_sessions)
@@ -179,10 +183,16 @@ class ItemBar:
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
 @click.option("--clock", type=click.Choice(["lockstep", "realtime"]), help="Override the suite's clock.")
+@click.option("--dry-run", is_flag=True, help="Print the audio minutes each job would stream and, for paid "
+              "realtime APIs, the cost; start nothing.")
+@click.option("--price-per-minute", type=click.FloatRange(min=0), help="Price of one streamed audio minute of a "
+              "realtime-API model (default: its spec's launch.realtime.price_per_minute).")
+@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop paid realtime-API sessions before the next one "
+              "would cross this cost (its items are redone by a resume with a higher limit).")
 @backend_options
 @executor_options
-def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, endpoint, executor, jobs,
-        ray_address, max_sessions) -> None:
+def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, dry_run, price_per_minute, max_cost, backend,
+        endpoint, executor, jobs, ray_address, max_sessions) -> None:
     """Run a suite: every (model x benchmark) job through the runner, then score it.
 
     Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json);
@@ -190,10 +200,21 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, backend, e
     any item errored (after writing everything; one line per job with its error codes).
     """
     check_options(backend, endpoint, executor, jobs, ray_address)
+    if dry_run:
+        from duplexeval.realtime.cost import dry_run_lines
+
+        try:
+            lines = dry_run_lines(suite_id, _split(models), _split(benchmarks), clock, limit, price_per_minute)
+        except RUN_ERRORS as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        click.echo("\n".join(lines))
+        return
     try:
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=_split(benchmarks), run_id=run_id,
                                       runs_dir=runs_dir, limit=limit, clock=clock, backend=backend, endpoint=endpoint,
-                                      executor=executor, jobs=jobs, ray_address=ray_address, max_sessions=max_sessions)
+                                      executor=executor, jobs=jobs, ray_address=ray_address, max_sessions=max_sessions,
+                                      price_per_minute=price_per_minute, max_cost=max_cost)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

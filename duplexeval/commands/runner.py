@@ -29,7 +29,8 @@ def model_spec_or_exit(model_id: str, backend: str | None = None, endpoint: str 
 def backend_options(fn):
     """`--backend` and `--endpoint`: where the model runs, chosen per run without editing its spec."""
     fn = click.option("--endpoint", metavar="unix:PATH",
-                      help="Drive a server that is already running (e.g. a docker-compose service); starts nothing.")(fn)
+                      help="Drive a server that is already running (e.g. a docker-compose service); starts nothing. "
+                           "A realtime-api model: the API's ws://HOST:PORT/v1 (its bridge is started).")(fn)
     return click.option("--backend", type=click.Choice(["local", "docker"]),
                         help="Run the model as a local process or in its container (default: the spec's launch.backend).")(fn)
 

@@ -71,6 +71,7 @@ class DuplexServer:
     frame_ms: float = 80.0
     capabilities: tuple[str, ...] = ()
     clocks: tuple[str, ...] = CLOCKS
+    clock_note: str = ""  # why a clock is not offered, appended to UNSUPPORTED_CLOCK's message
     max_sessions_supported: int = 1  # the most concurrent sessions this class can keep apart
     max_sessions: int = 1  # what this server offers (`--max-sessions`, declared in ready)
     batch_wait_s: float = 0.005  # how long a waiting frame waits for the other sessions' (`--batch-wait-ms`)
@@ -138,6 +139,14 @@ class DuplexServer:
 
     def on_label(self, msg: dict) -> None:
         """Capability labels: a scene label message (reference oracle only)."""
+
+    def end_session(self) -> dict:
+        """Called on `end`, after the tail frames: extra fields for `done` (v1 allows unknown fields).
+
+        Events emitted here go out before `done`, the last moment a session's own account
+        (a bridge's timing figures) can reach the harness's records.
+        """
+        return {}
 
     def emit(self, msg: dict) -> None:
         """Queue a `text` or `state` event; it is sent right after the current output frame."""
@@ -337,7 +346,8 @@ class _Session:
         if kind == "hello":
             if msg["clock"] not in srv.clocks:
                 raise ProtocolViolation(ErrorCode.UNSUPPORTED_CLOCK,
-                                        f"clock {msg['clock']!r} not supported; this server offers {list(srv.clocks)}")
+                                        f"clock {msg['clock']!r} not supported; this server offers {list(srv.clocks)}"
+                                        + (f": {srv.clock_note}" if srv.clock_note else ""))
             await self.call(model.reset)
             await self.call(model.start_session, msg["clock"], msg["seed"], msg.get("prompt"))
             self._restart()
@@ -391,7 +401,13 @@ class _Session:
         self.ended = True
         if self.hub.batcher is not None:
             self.hub.batcher.leave(self)
-        await self.ws.send(control.dump_control({"type": "done", "frames_in": self.frames_in, "frames_out": self.frames_out}))
+        self.model._pending = []
+        extra = await self.call(self.model.end_session)
+        for msg in self.model._pending:
+            await self.ws.send(control.dump_control(msg))
+        self.model._pending = []
+        done = {**(extra or {}), "type": "done", "frames_in": self.frames_in, "frames_out": self.frames_out}
+        await self.ws.send(control.dump_control(done))
 
     async def on_binary(self, data: bytes) -> None:
         srv = self.server

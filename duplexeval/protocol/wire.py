@@ -42,7 +42,19 @@ class ErrorCode:
     NOT_READY = "NOT_READY"
     TIMEOUT = "TIMEOUT"
     INTERNAL = "INTERNAL"
-    ALL = (BAD_FRAME, BAD_MESSAGE, UNSUPPORTED_CLOCK, UNSUPPORTED, BUSY, NOT_READY, TIMEOUT, INTERNAL)
+    # A bridge to a remote realtime API (duplexeval/realtime/): what the remote did, so an
+    # error item says whose fault it was (a key, a quota, the network, the service).
+    AUTH = "AUTH"
+    RATE_LIMITED = "RATE_LIMITED"
+    REMOTE_CONNECT = "REMOTE_CONNECT"
+    REMOTE_CLOSED = "REMOTE_CLOSED"
+    REMOTE_STALL = "REMOTE_STALL"
+    REMOTE_BAD_EVENT = "REMOTE_BAD_EVENT"
+    REMOTE_ERROR = "REMOTE_ERROR"
+    LATE = "LATE"
+    BUDGET = "BUDGET"  # the run's --max-cost: the session was not started (a resume with more plays it)
+    REMOTE = (AUTH, RATE_LIMITED, REMOTE_CONNECT, REMOTE_CLOSED, REMOTE_STALL, REMOTE_BAD_EVENT, REMOTE_ERROR, LATE, BUDGET)
+    ALL = (BAD_FRAME, BAD_MESSAGE, UNSUPPORTED_CLOCK, UNSUPPORTED, BUSY, NOT_READY, TIMEOUT, INTERNAL) + REMOTE
 
 
 class FrameError(ValueError):

@@ -142,7 +142,7 @@ class ProtocolClient:
             return audio
 
     def _keep_event(self, msg: dict, waiting_for: str) -> None:
-        if msg["type"] not in ("text", "state"):
+        if msg["type"] not in ("text", "state", "remote_event"):
             raise ModelFault("BAD_MESSAGE", f"unexpected {msg['type']!r} message while waiting for {waiting_for}")
         self.model_events.append(msg)
 

@@ -152,10 +152,11 @@ def finished_status(item_dir: Path) -> dict[str, Any] | None:
     """status.json of a finished item; None for one a resume must (re)play.
 
     That is an unfinished item, one whose model never started (STARTUP says nothing about
-    the model) and one whose files no longer match its status.json (DAMAGED).
+    the model), one a run's --max-cost did not start (BUDGET) and one whose files no
+    longer match its status.json (DAMAGED).
     """
     st = item_status(item_dir)
-    return None if st is None or st.get("error_code") in ("STARTUP", "DAMAGED", INTERRUPTED) else st
+    return None if st is None or st.get("error_code") in ("STARTUP", "BUDGET", "DAMAGED", INTERRUPTED) else st
 
 
 def write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock: str, seed: int) -> ItemResult:

@@ -38,6 +38,9 @@ class ModelSpec:
     mem_limit: str | None = None
     pids_limit: int | None = None
     endpoint: str | None = None
+    # realtime-api: the API's websocket base URL as a run's `--endpoint ws://...` gives it
+    # (None: the spec's launch.realtime.base_url).
+    realtime_url: str | None = None
     run_id: str | None = None  # labels a run's containers, so cleanup can sweep one run
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
@@ -92,6 +95,11 @@ class ModelSpec:
         The spec hash stays that of the file: the backend says where the model runs, not
         what it is, so a docker and a local run of one spec give the same records.
         """
+        if endpoint and self.backend == "realtime-api":
+            if not endpoint.startswith(("ws://", "wss://")):
+                raise ValueError(f"model {self.id}: a realtime-api model's endpoint {endpoint!r} must be ws://HOST:PORT[/v1] "
+                                 "or wss://... (the API's websocket base URL)")
+            return replace(self, realtime_url=endpoint)
         if endpoint:
             if not endpoint.startswith("unix:") or len(endpoint) <= len("unix:"):
                 raise ValueError(f"model {self.id}: endpoint {endpoint!r} must be unix:/path/to/socket")
@@ -105,8 +113,9 @@ class ModelSpec:
             raise ValueError(f"{where}: --backend local needs 'launch.command' in its spec (it only runs as an image)")
         if backend == "endpoint" and not self.endpoint:
             raise ValueError(f"{where}: --backend endpoint needs --endpoint unix:PATH or 'launch.endpoint' in its spec")
-        if backend not in ("local", "docker", "endpoint"):
-            raise ValueError(f"{where}: backend {backend!r} is not local, docker or endpoint")
+        if backend not in ("local", "docker", "endpoint") or self.backend == "realtime-api":
+            raise ValueError(f"{where}: backend {backend!r} is not local, docker or endpoint"
+                             + ("; a realtime-api model runs only through its bridge" if self.backend == "realtime-api" else ""))
         return replace(self, backend=backend)
 
 
@@ -131,8 +140,12 @@ def model_spec_from(obj: Any) -> ModelSpec:
         raise ValueError(f"{where}: launch.backend is docker but 'launch.image' or 'launch.build' is missing")
     if backend == "endpoint" and not launch.get("endpoint"):
         raise ValueError(f"{where}: launch.backend is endpoint but 'launch.endpoint' is missing")
-    if backend not in ("local", "docker", "endpoint"):
-        raise ValueError(f"{where}: launch.backend {backend!r} is not local, docker or endpoint")
+    if backend == "realtime-api":
+        from duplexeval.realtime.config import config_from_spec
+
+        config_from_spec(sid, data)  # a field that cannot work is named now, not at the first session
+    elif backend not in ("local", "docker", "endpoint"):
+        raise ValueError(f"{where}: launch.backend {backend!r} is not local, docker, endpoint or realtime-api")
     return ModelSpec(
         id=sid,
         sha256=getattr(obj, "sha256", None) or sha256_json(data),

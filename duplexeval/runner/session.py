@@ -156,10 +156,7 @@ class _FrameLoop:
         if n in self.forced:
             audio = self.forced[n]  # what the assistant "said" in a forced frame is the forced audio
         self.stimulus.observe_output(n, audio)
-        if self.client.model_events:
-            for ev in self.client.model_events:
-                self.out.event(ev["frame_idx"], "model_" + ev["type"], **{k: v for k, v in ev.items() if k not in ("type", "frame_idx")})
-            self.client.model_events.clear()
+        self.write_model_events()
         if self.held is None:
             self._write_stimulus_events(self.stimulus.drain_events())
             return
@@ -169,6 +166,13 @@ class _FrameLoop:
         ready = [ev for m, ev in self.held if m <= n]
         self.held = [(m, ev) for m, ev in self.held if m > n]
         self._write_stimulus_events(ready)
+
+    def write_model_events(self) -> None:
+        """The model's text/state/remote events received so far, into events.jsonl."""
+        if self.client.model_events:
+            for ev in self.client.model_events:
+                self.out.event(ev["frame_idx"], "model_" + ev["type"], **{k: v for k, v in ev.items() if k not in ("type", "frame_idx")})
+            self.client.model_events.clear()
 
     def hold(self, n: int) -> None:
         """Pipelined only: keeps the stimulus events drained now for observe(n)."""
@@ -316,10 +320,13 @@ class _Realtime(_FrameLoop):
             self._check(n, period)
         finally:
             receiver.cancel()
+            self.write_model_events()  # events sent between the last frame and done (a bridge's account)
         said_audio = np.concatenate(said) if said else np.zeros(0, dtype=np.float32)
         self.out.said = self.forced_overlay(said_audio)
         self.out.stats = {"underrun_frames": underruns, "late_ticks": late_ticks,
                           "frames_received_in_time": self.received, "in_resample_delay_ms": round(self.in_rs.delay_ms, 3)}
+        if self.done and isinstance(self.done.get("remote_timing"), dict):
+            self.out.stats["remote_timing"] = self.done["remote_timing"]  # a bridge's send/receive timing
 
     def _check(self, n: int, period: float) -> None:
         if self.receiver_fault is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from duplexeval.runner.backends.base import Backend
 from duplexeval.runner.modelspec import ModelSpec
 
-BACKENDS = ("local", "docker", "endpoint")
+BACKENDS = ("local", "docker", "endpoint", "realtime-api")
 
 
 def make_backend(spec: ModelSpec) -> Backend:
@@ -27,6 +27,10 @@ def make_backend(spec: ModelSpec) -> Backend:
         from duplexeval.runner.backends.endpoint import EndpointBackend
 
         return EndpointBackend(spec)
+    if spec.backend == "realtime-api":
+        from duplexeval.runner.backends.realtime_api import RealtimeApiBackend
+
+        return RealtimeApiBackend(spec)
     raise ValueError(f"model {spec.id}: unknown backend {spec.backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
