@@ -2,7 +2,7 @@
 
 Everything that is protocol (handshake, frame checks, end/done, reset, fork, errors,
 how many sessions at a time) lives here once, so a shim is only model code and every
-shim behaves the same on the wire (DESIGN.md: "one protocol for every model").
+shim behaves the same on the wire (docs/protocol.md: one protocol for every model).
 
 Batched sessions (docs/protocol.md, "Batched sessions"): a server started with
 `--max-sessions N` serves N connections at once, each with its own session object

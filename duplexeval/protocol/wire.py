@@ -27,7 +27,7 @@ class FrameKind(IntEnum):
 
 
 class ErrorCode:
-    """The codes of `error{code, fatal, message}` (DESIGN.md, "The socket protocol").
+    """The codes of `error{code, fatal, message}` (docs/protocol.md).
 
     BAD_MESSAGE and UNSUPPORTED are additions to the design's list: a malformed control
     message is not a bad audio frame, and a request for an undeclared capability

@@ -2,7 +2,7 @@
 
 The runner owns the clock and the socket; a `Stimulus` owns the content. Keeping the two
 apart lets the Duplex-MPE scheduler (in `duplexeval.benchmarks.mpe.scenes`) react to what the model says
-("once Aria speaks, playback waits for 2 s of Aria silence", DESIGN.md) without knowing
+("once Aria speaks, playback waits for 2 s of Aria silence", docs/mpe.md) without knowing
 anything about sockets, resampling or model frame sizes: everything it sees is float32
 mono at the harness rate, in harness-sized frames.
 
