@@ -137,7 +137,8 @@ def test_max_cost_stops_a_run_at_the_limit_before_any_session(spec_tree, standin
     finally:
         for name in (cost.LEDGER_ENV, cost.MAX_COST_ENV, cost.PRICE_ENV, cost.NEXT_ITEM_ENV):
             os.environ.pop(name, None)  # the CLI set them for its bridges (not monkeypatch: it would put them back)
-    assert res.exit_code == 0, res.output
+    # An item the budget did not let play is not a result: the run says so with exit 4 (docs/reliability.md).
+    assert res.exit_code == 4 and "STARTUP 1" in res.output, res.output
     status = json.loads((tmp_path / "b" / "rt-standin" / "mtr-instruction" / "items" / "rt-instr.r01" / "status.json")
                         .read_text())
     # Over the limit before the first session: the bridge does not even start (STARTUP, redone on resume).
