@@ -160,7 +160,8 @@ def test_latex_mtr_ablation_golden_and_caveat_escape_and_compile(report, tmp_pat
            "tolerance": 0.05, "unit": "percent", "paper": "mtr"}
     cell = {"metric": "success", "r1": m(9, 10), "mean": m(80, 100), "mean_key": "1-10", "latency": {"value": 0.61, "denominator": 80},
             "no_response": m(2, 100), "pub_r1": pub, "pub_mean": {**pub, "within": True, "delta": 0.01}}
-    context["mtr_main"]["ablation"] = {"columns": [{"id": "mtr-combo-s", "label": "S"}],
+    (mtr,) = [s for s in context["sections"] if s.family == "mtr-duplexbench"]
+    mtr.data["mtr_main"]["ablation"] = {"columns": [{"id": "mtr-combo-s", "label": "S"}],
                                        "rows": [{"model": bad, "cells": {"mtr-combo-s": cell}, "published": True}]}
     context["caveats"] = {bad: "random tiny weights {}"}
     tex = render_latex(context)

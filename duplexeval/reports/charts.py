@@ -25,99 +25,24 @@ class Chart:
     legend: list[dict[str, str]] = field(default_factory=list)
 
 
-def _r(x: float) -> float:
+def rounded(x: float) -> float:
     return round(x, 1)
 
 
-def _axis(chart: Chart, left: int, top: int, plot_h: int, plot_w: int, ymax: float = 1.0, label: str = "") -> None:
+def axis(chart: Chart, left: int, top: int, plot_h: int, plot_w: int, ymax: float = 1.0, label: str = "") -> None:
     """Horizontal grid lines at 0, 25, 50, 75, 100 % of ymax with their labels."""
     for i in range(5):
         frac = i / 4
-        y = _r(top + plot_h * (1 - frac))
+        y = rounded(top + plot_h * (1 - frac))
         chart.items.append({"kind": "line", "x1": left, "y1": y, "x2": left + plot_w, "y2": y, "cls": "grid"})
-        chart.items.append({"kind": "text", "x": left - 6, "y": _r(y + 4), "text": f"{ymax * frac:g}", "anchor": "end", "cls": "tick"})
+        chart.items.append({"kind": "text", "x": left - 6, "y": rounded(y + 4), "text": f"{ymax * frac:g}", "anchor": "end", "cls": "tick"})
     if label:
-        chart.items.append({"kind": "text", "x": 12, "y": _r(top + plot_h / 2), "text": label, "anchor": "middle",
+        chart.items.append({"kind": "text", "x": 12, "y": rounded(top + plot_h / 2), "text": label, "anchor": "middle",
                             "cls": "axis", "rotate": True})
 
 
-def start_presence_bars(results: list[ResultFile]) -> Chart | None:
-    """Start vs response presence, one pair of bars per model x condition.
-
-    Presence without Start is the Freeze-Omni pathology (already speaking at T end), so
-    the two are drawn side by side rather than in separate tables.
-    """
-    entries = [r for r in results if {"start", "presence"} <= set(r.metrics())]
-    if not entries:
-        return None
-    left, top, plot_h, group_w, bar_w = 56, 30, 200, 90, 30
-    width = left + group_w * len(entries) + 20
-    chart = Chart(width=width, height=top + plot_h + 70, title="Start vs response presence")
-    _axis(chart, left, top, plot_h, group_w * len(entries), label="rate")
-    for i, r in enumerate(entries):
-        x0 = left + i * group_w + 12
-        for j, (name, cls) in enumerate((("start", "bar-start"), ("presence", "bar-presence"))):
-            m = r.metrics()[name]
-            value = m.get("value")
-            if value is None and m.get("denominator"):
-                value = (m.get("numerator") or 0) / m["denominator"]
-            value = float(value or 0.0)
-            h = _r(plot_h * max(0.0, min(1.0, value)))
-            x = x0 + j * (bar_w + 4)
-            chart.items.append({"kind": "rect", "x": x, "y": _r(top + plot_h - h), "w": bar_w, "h": h, "cls": cls,
-                                "tip": f"{r.model} {r.condition or r.benchmark} {name} = {value:.4f} "
-                                       f"({m.get('numerator')}/{m.get('denominator')})"})
-            chart.items.append({"kind": "text", "x": _r(x + bar_w / 2), "y": _r(top + plot_h - h - 4),
-                                "text": f"{value:.2f}", "anchor": "middle", "cls": "val"})
-        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 16, "text": r.model,
-                            "anchor": "middle", "cls": "tick"})
-        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 30,
-                            "text": r.condition or r.benchmark, "anchor": "middle", "cls": "tick"})
-    chart.legend = [{"cls": "bar-start", "text": "Start (fresh onset within 5 s)"},
-                    {"cls": "bar-presence", "text": "presence (fresh + already speaking)"}]
-    return chart
-
-
-def _round_keys(rounds: dict[str, Any]) -> list[str]:
+def round_keys(rounds: dict[str, Any]) -> list[str]:
     return sorted((k for k in rounds if k.isdigit()), key=int)
-
-
-def round_curves(result: ResultFile) -> Chart | None:
-    """MTR per-round success curves (one line per metric); the 1-N mean as a dashed line."""
-    rounds = result.rounds()
-    keys = _round_keys(rounds)
-    if len(keys) < 2:
-        return None
-    metrics = sorted({m for k in keys for m, v in rounds[k].items() if isinstance(v, dict) and v.get("value") is not None
-                      and 0 <= v["value"] <= 1})
-    if not metrics:
-        return None
-    left, top, plot_h, plot_w = 56, 30, 180, 40 * len(keys)
-    chart = Chart(width=left + plot_w + 40, height=top + plot_h + 50,
-                  title=f"{result.model} / {result.benchmark}: per round")
-    _axis(chart, left, top, plot_h, plot_w, label="rate")
-    step = plot_w / max(1, len(keys) - 1)
-    for i, k in enumerate(keys):
-        chart.items.append({"kind": "text", "x": _r(left + i * step), "y": top + plot_h + 16, "text": k,
-                            "anchor": "middle", "cls": "tick"})
-    chart.items.append({"kind": "text", "x": _r(left + plot_w / 2), "y": top + plot_h + 34, "text": "round",
-                        "anchor": "middle", "cls": "axis"})
-    mean_key = next((k for k in rounds if "-" in k), None)
-    for n, metric in enumerate(metrics):
-        color = PALETTE[n % len(PALETTE)]
-        pts = []
-        for i, k in enumerate(keys):
-            v = (rounds[k].get(metric) or {}).get("value")
-            if v is not None:
-                pts.append(f"{_r(left + i * step)},{_r(top + plot_h * (1 - v))}")
-        chart.items.append({"kind": "polyline", "points": " ".join(pts), "color": color})
-        mean = (rounds.get(mean_key, {}).get(metric) or {}).get("value") if mean_key else None
-        if mean is not None:
-            y = _r(top + plot_h * (1 - mean))
-            chart.items.append({"kind": "line", "x1": left, "y1": y, "x2": left + plot_w, "y2": y, "cls": "mean",
-                                "color": color})
-        chart.legend.append({"color": color, "text": metric + (f" (dashed: mean {mean_key})" if mean is not None else "")})
-    return chart
 
 
 # ------------------------------------------------------------------ scene timeline
@@ -211,23 +136,23 @@ def scene_timeline(item_id: str, events: list[dict[str, Any]], records: list[dic
     duration = max(ends + [1.0])
     left, width = 70, 1100
     scale = (width - left - 20) / duration
-    x = lambda s: _r(left + s * scale)  # noqa: E731
+    x = lambda s: rounded(left + s * scale)  # noqa: E731
     lanes = {"turns": 30, "model": 80, "verdicts": 120}
     items: list[dict[str, Any]] = []
     for t in turns:
         label = str(t.get("label", ""))
-        items.append({"kind": "rect", "x": x(t["start"]), "y": lanes["turns"], "w": _r(max(1.0, (t["end"] - t["start"]) * scale)),
+        items.append({"kind": "rect", "x": x(t["start"]), "y": lanes["turns"], "w": rounded(max(1.0, (t["end"] - t["start"]) * scale)),
                       "h": 30, "cls": f"turn turn-{label.lower() or 'none'}",
                       "tip": f"{t.get('speaker', '')} {label} {t['start']:.2f}-{t['end']:.2f} s: {t.get('text', '')}"})
-        items.append({"kind": "text", "x": _r(x(t["start"]) + 3), "y": lanes["turns"] + 19,
+        items.append({"kind": "text", "x": rounded(x(t["start"]) + 3), "y": lanes["turns"] + 19,
                       "text": f"{t.get('speaker', '')} {label}".strip(), "anchor": "start", "cls": "turn-label"})
     for s, e in episodes:
-        items.append({"kind": "rect", "x": x(s), "y": lanes["model"], "w": _r(max(1.0, (e - s) * scale)), "h": 22,
+        items.append({"kind": "rect", "x": x(s), "y": lanes["model"], "w": rounded(max(1.0, (e - s) * scale)), "h": 22,
                       "cls": "episode", "tip": f"model speech {s:.2f}-{e:.2f} s"})
     for w in windows:
         s, e = w["span"]
         verdict = {True: "pass", False: "fail", None: "n/a"}[w["passed"]]
-        items.append({"kind": "rect", "x": x(s), "y": lanes["verdicts"], "w": _r(max(1.0, (e - s) * scale)), "h": 22,
+        items.append({"kind": "rect", "x": x(s), "y": lanes["verdicts"], "w": rounded(max(1.0, (e - s) * scale)), "h": 22,
                       "cls": f"verdict verdict-{verdict.replace('/', '')}",
                       "tip": f"{w.get('metric', '')} {w.get('label', '')} {verdict}: {w.get('reason', '')}"})
     for i in range(int(duration // 10) + 1):
@@ -240,70 +165,3 @@ def scene_timeline(item_id: str, events: list[dict[str, Any]], records: list[dic
                     {"cls": "turn turn-n4q", "text": "N4Q/N4R"}, {"cls": "episode", "text": "model speech"},
                     {"cls": "verdict verdict-pass", "text": "window passed"}, {"cls": "verdict verdict-fail", "text": "window failed"}]
     return {"item": item_id, "chart": chart, "turns": turns, "episodes": episodes, "windows": windows}
-
-
-# ------------------------------------------------------------------ headline charts
-
-def stop_yield_bars(results: list[ResultFile]) -> Chart | None:
-    """Stop over eligible N4 events vs the yield rate over all N4 events, per model x condition.
-
-    A high Stop on a handful of eligible events says little; the yield rate over all N4
-    shows how often the situation arose at all (Duplex-MPE §4.4)."""
-    entries = []
-    for r in results:
-        stop = r.metrics().get("stop")
-        if not isinstance(stop, dict) or "numerator" not in stop:
-            continue
-        n4 = stop.get("n4_events")
-        allrate = (stop["numerator"] / n4) if n4 else None
-        elig = stop.get("denominator")
-        entries.append((r, (stop["numerator"] / elig) if elig else None, stop, allrate, n4))
-    if not entries:
-        return None
-    left, top, plot_h, group_w, bar_w = 56, 30, 160, 90, 30
-    chart = Chart(width=left + group_w * len(entries) + 20, height=top + plot_h + 70, title="Stop (eligible N4) vs yield over all N4")
-    _axis(chart, left, top, plot_h, group_w * len(entries), label="rate")
-    for i, (r, stop_rate, stop, allrate, n4) in enumerate(entries):
-        x0 = left + i * group_w + 12
-        for j, (value, cls, tip) in enumerate(((stop_rate, "bar-start", f"Stop {stop['numerator']}/{stop.get('denominator')} eligible"),
-                                               (allrate, "bar-presence", f"yields {stop['numerator']}/{n4} all N4"))):
-            v = float(value or 0.0)
-            h = _r(plot_h * max(0.0, min(1.0, v)))
-            x = x0 + j * (bar_w + 4)
-            chart.items.append({"kind": "rect", "x": x, "y": _r(top + plot_h - h), "w": bar_w, "h": h, "cls": cls,
-                                "tip": f"{r.model} {r.condition or r.benchmark} {tip}"})
-            chart.items.append({"kind": "text", "x": _r(x + bar_w / 2), "y": _r(top + plot_h - h - 4),
-                                "text": "–" if value is None else f"{v:.2f}", "anchor": "middle", "cls": "val"})
-        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 16, "text": r.model,
-                            "anchor": "middle", "cls": "tick"})
-        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 30,
-                            "text": r.condition or r.benchmark, "anchor": "middle", "cls": "tick"})
-    chart.legend = [{"cls": "bar-start", "text": "Stop (yields / eligible)"},
-                    {"cls": "bar-presence", "text": "yield rate over all N4"}]
-    return chart
-
-
-def feature_curves(results: list[ResultFile]) -> list[Chart]:
-    """One chart per MTR benchmark: success per round, one line per model (the decay the paper reports)."""
-    by_bench: dict[str, list[ResultFile]] = {}
-    for r in results:
-        if len(_round_keys(r.rounds())) >= 2 and any(isinstance(v.get("success"), dict) for v in r.rounds().values()):
-            by_bench.setdefault(r.benchmark, []).append(r)
-    out = []
-    for bench, rs in sorted(by_bench.items()):
-        keys = sorted({k for r in rs for k in _round_keys(r.rounds())}, key=int)
-        left, top, plot_h, plot_w = 46, 26, 120, 26 * max(1, len(keys) - 1)
-        chart = Chart(width=left + plot_w + 30, height=top + plot_h + 44, title=f"{bench}: success per round")
-        _axis(chart, left, top, plot_h, plot_w, label="")
-        step = plot_w / max(1, len(keys) - 1)
-        for i, k in enumerate(keys):
-            chart.items.append({"kind": "text", "x": _r(left + i * step), "y": top + plot_h + 14, "text": k,
-                                "anchor": "middle", "cls": "tick"})
-        for n, r in enumerate(sorted(rs, key=lambda x: x.model)):
-            color = PALETTE[n % len(PALETTE)]
-            pts = [f"{_r(left + i * step)},{_r(top + plot_h * (1 - v))}" for i, k in enumerate(keys)
-                   if (v := ((r.rounds().get(k) or {}).get("success") or {}).get("value")) is not None]
-            chart.items.append({"kind": "polyline", "points": " ".join(pts), "color": color})
-            chart.legend.append({"color": color, "text": r.model})
-        out.append(chart)
-    return out

@@ -49,6 +49,11 @@ class DuplexMpe(Benchmark):
             judge = load_judge(judge_id, JudgeCache(mode=cache_mode))
             write_text_reference(run_dir, bench, load_bench_scenes(bench, limit), judge, judge_id)
 
+    def report_sections(self, inputs):
+        from duplexeval.benchmarks.mpe.report import sections
+
+        return sections(inputs)
+
     def commands(self) -> list:
         from duplexeval.benchmarks.mpe.commands import COMMANDS
 

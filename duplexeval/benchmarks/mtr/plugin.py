@@ -30,6 +30,11 @@ class MtrDuplexBench(Benchmark):
                                                    for k, v in metrics.items() if isinstance(v, dict))
                 for key, metrics in results["rounds"].items()]
 
+    def report_sections(self, inputs):
+        from duplexeval.benchmarks.mtr.report import sections
+
+        return sections(inputs)
+
     def commands(self) -> list:
         from duplexeval.benchmarks.mtr.commands import COMMANDS
 

@@ -1,0 +1,124 @@
+"""MTR-DuplexBench's part of the report: the main table (models x dialogue features, round 1
+-> rounds 1-N), the combination ablation, the other dimensions, per-round curves, every
+metric per round, and the paper's main table and ablation as published beside our rows.
+
+The shared report code (duplexeval/reports) draws the page; everything that knows what a
+round, a feature or a combination is lives here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from duplexeval.reports.headline import headline_metrics
+from duplexeval.reports.incomplete import marked
+from duplexeval.reports.paper_tables import Column, PaperTable, build_all
+from duplexeval.reports.published import Published
+from duplexeval.reports.run_dir import ResultFile
+from duplexeval.reports.sections import ReportSection, SectionInputs
+
+TEMPLATES = Path(__file__).parent / "templates"
+PAPER = "mtr-duplexbench"
+
+MTR_FEATURES = (("smooth-turn-taking", "Smooth turn-taking"), ("interruption", "Interruption"),
+                ("pause-handling", "Pause handling"), ("background-speech", "Background speech"),
+                ("backchannel", "Backchannel"))
+MTR_COMBOS = (("combo-s", "S"), ("combo-si", "S+I"), ("combo-sip", "S+I+P"), ("combo-sipb", "S+I+P+B"))
+MTR_OTHER = (("quality", "Dialogue quality"), ("instruction", "Instruction following"), ("safety", "Safety"),
+             ("safety-interruption", "Safety (interruption)"))
+
+
+def mtr_table(results: list[ResultFile]) -> list[dict[str, Any]]:
+    """Results with per-round metrics: round 1 -> the 1-N mean, as MTR prints them."""
+    out = []
+    for r in results:
+        rounds = r.rounds()
+        if not rounds:
+            continue
+        keys = sorted(rounds, key=lambda k: (0, int(k)) if k.isdigit() else (1, k))
+        metrics = sorted({m for k in keys for m in rounds[k] if isinstance(rounds[k][m], dict)})
+        rounds = {k: {m: (marked(r.data, m, v, t) if isinstance(v, dict) else v) for m, v in t.items()}
+                  for k, t in rounds.items()}
+        out.append({"model": r.model, "benchmark": r.benchmark, "round_keys": keys, "metrics": metrics, "rounds": rounds,
+                    "mean_key": next((k for k in keys if "-" in k), None)})
+    return out
+
+
+def _mtr_cell(r: ResultFile, pub: Published, metric: str) -> dict[str, Any] | None:
+    """One dimension's `metric` at round 1 and over rounds 1-N, each with the units it lost to errors."""
+    rounds = r.rounds()
+    mean_key = next((k for k in sorted(rounds) if "-" in k), None)
+    first, mean_table = rounds.get("1") or {}, (rounds.get(mean_key) or {}) if mean_key else {}
+    r1 = marked(r.data, metric, first.get(metric), first)
+    mean = marked(r.data, metric, mean_table.get(metric), mean_table)
+    latency, no_resp = mean_table.get("latency_s"), mean_table.get("no_response")
+    unit = (mean or r1 or {}).get("unit")
+    return {"metric": metric, "r1": r1, "mean": mean, "unit": unit, "mean_key": mean_key,
+            "model": r.model, "benchmark": r.benchmark,
+            "latency": latency if isinstance(latency, dict) else None,
+            "no_response": no_resp if isinstance(no_resp, dict) else None,
+            "pub_r1": pub.get(r.model, r.benchmark, metric, "1"),
+            "pub_mean": pub.get(r.model, r.benchmark, metric, mean_key)}
+
+
+def mtr_cells(r: ResultFile, pub: Published) -> list[dict[str, Any]]:
+    """A cell per headline metric of the dimension's spec (`report.headline`), in its order."""
+    rounds = r.rounds()
+    if not rounds:
+        return []
+    mean_key = next((k for k in sorted(rounds) if "-" in k), None)
+    table = rounds.get("1") or rounds.get(mean_key or "", {}) or r.metrics()
+    return [c for c in (_mtr_cell(r, pub, m) for m in headline_metrics(r, table)) if c is not None]
+
+
+def mtr_main(results: list[ResultFile], pub: Published) -> dict[str, Any]:
+    """MTR-DuplexBench's main table: models x dialogue features, "round 1 -> rounds 1-N", latency;
+    the combination ablation (S, S+I, S+I+P, S+I+P+B); the other dimensions per model."""
+    by = {(r.model, r.benchmark): r for r in results if r.rounds()}
+    models = sorted({m for m, _ in by})
+
+    def table(spec: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+        cols = [(f"mtr-{key}", label) for key, label in spec if any((m, f"mtr-{key}") in by for m in models)]
+        rows = []
+        for m in models:
+            many = {b: mtr_cells(by[(m, b)], pub) if (m, b) in by else [] for b, _ in cols}
+            cells = {b: (v[0] if v else None) for b, v in many.items()}
+            if any(cells.values()):
+                rows.append({"model": m, "cells": cells, "headlines": many,
+                             "published": any(c["pub_r1"] or c["pub_mean"] for v in many.values() for c in v)})
+        return {"columns": [{"id": b, "label": label} for b, label in cols], "rows": rows}
+
+    return {"features": table(MTR_FEATURES), "ablation": table(MTR_COMBOS), "other": table(MTR_OTHER)}
+
+
+def _success(bench: str, rounds: str, group: str, label: str) -> Column:
+    return Column(label, {"benchmark": bench, "metric": "success", "rounds": rounds}, group=group, decimals=1,
+                  percent=True)
+
+
+_MAIN = tuple(_success(f"mtr-{key}", rounds, label, "round 1" if rounds == "1" else "rounds 1-10")
+              for key, label in MTR_FEATURES[:4] for rounds in ("1", "1-10"))
+_ABLATION = tuple(_success(f"mtr-{key}", "1-10", "success, rounds 1-10", label) for key, label in MTR_COMBOS)
+PAPER_TABLES = (
+    PaperTable("paper-mtr-main", "MTR-DuplexBench main table — success %, round 1 and rounds 1-10", PAPER,
+               ("主实验 (main table)",), _MAIN),
+    PaperTable("paper-mtr-ablation", "MTR-DuplexBench combination ablation — success %, rounds 1-10", PAPER,
+               ("消融实验 (combination ablation)",), _ABLATION,
+               note="The paper's ablation rows are Moshi's, one per combination; here one row per model."),
+)
+
+
+def sections(inputs: SectionInputs) -> list[ReportSection]:
+    from duplexeval.benchmarks.mtr.report_charts import feature_curves, round_curves
+
+    results = inputs.results
+    data = {"mtr": mtr_table(results), "mtr_main": mtr_main(results, inputs.published),
+            "feature_curves": feature_curves(results),
+            "curves": [c for c in (round_curves(r) for r in results) if c is not None],
+            "paper_tables": build_all(PAPER_TABLES, inputs.papers, inputs.run, results)}
+    names = ("headline.html", "notes.html", "charts.html", "details.html", "headline.tex", "details.tex")
+    return [ReportSection(family="mtr-duplexbench", id="mtr", title="MTR-DuplexBench", data=data,
+                          template_dir=TEMPLATES,
+                          templates={**{n: f"{n}.j2" for n in names},
+                                     "papers.html": "_papers.html.j2", "papers.tex": "_papers.tex.j2"})]
