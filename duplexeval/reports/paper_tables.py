@@ -46,6 +46,7 @@ class PaperTable:
     tables: tuple[str, ...]    # golden `table:` values that belong to it
     columns: tuple[Column, ...]
     note: str = ""
+    compare: bool = True       # False: the run's row is never the paper's (e.g. a different judge), no delta
 
 
 @dataclass
@@ -97,11 +98,20 @@ def _our_cell(run: RunDir, results: list[ResultFile], model: str, col: Column, p
     mine = [r for r in results if r.model == model and r.benchmark == loc.get("benchmark", r.benchmark)]
     if len(mine) != 1:
         return None
+    rounds = mine[0].rounds()
+    if "rounds" in loc and loc["rounds"] not in rounds and "-" in loc["rounds"]:
+        # A shorter run (--limit) has its own 1-N mean: shown in the 1-10 column, and said.
+        mean = next((k for k in sorted(rounds) if "-" in k), None)
+        if mean is None:
+            return None
+        loc["rounds"] = mean
     value, note = read_field(mine[0], loc)
     if value is None:
         return None
     metric = (mine[0].rounds().get(loc["rounds"], {}) if "rounds" in loc else mine[0].metrics()).get(loc.get("metric", ""))
     metric = metric if isinstance(metric, dict) else {}
+    if loc.get("rounds") and loc["rounds"] != col.locator.get("rounds"):
+        note = "; ".join(x for x in (f"rounds {loc['rounds']} (this run's mean)", note) if x)
     out: dict[str, Any] = {"value": value, "note": note, "source": run.relative(mine[0].path), "decimals": None,
                            "text": None, "numerator": None, "denominator": None,
                            "link": {"model": model, "benchmark": mine[0].benchmark, "metric": loc.get("metric", "")}}
@@ -137,7 +147,7 @@ def build(table: PaperTable, golden: Golden | None, run: RunDir, results: list[R
         if not any(cells):
             continue
         reference = is_reference_agent(model, run)
-        paper_row = None if reference else by_model.get(model)
+        paper_row = None if reference or not table.compare else by_model.get(model)
         for i, c in enumerate(cells):
             p = paper_row.cells[i] if paper_row else None
             if c is not None and p is not None and p.get("value") is not None:

@@ -24,8 +24,7 @@ from duplexeval.io import atomic_write_text
 from duplexeval.reports import browser, charts
 from duplexeval.reports.compare import DiffRow, compare_run, counts as diff_counts, failed as diff_failed
 from duplexeval.reports.formatting import (  # noqa: F401  (latex_escape, LatexSafe: part of this module's API)
-    LatexSafe, _latex_caveat_mark, _latex_finalize, fmt, latex_escape, latex_lost, latex_mtr_cell, latex_pct,
-    latex_pub, latex_rate)
+    LatexSafe, _latex_caveat_mark, _latex_finalize, fmt, latex_escape, latex_lost, latex_pub, latex_rate)
 from duplexeval.reports.golden import Golden, golden_files, load_golden
 from duplexeval.reports.incomplete import marked, run_incomplete
 from duplexeval.reports.published import Published
@@ -55,9 +54,7 @@ def latex_env() -> jinja2.Environment:
     env.filters["tex"] = latex_escape
     env.filters["rate"] = latex_rate
     env.filters["caveat_mark"] = _latex_caveat_mark
-    env.filters["pct"] = latex_pct
     env.filters["pub"] = latex_pub
-    env.filters["mtrcell"] = latex_mtr_cell
     env.filters["lost"] = lambda m: LatexSafe(latex_lost(m))
     env.filters["safe_latex"] = LatexSafe  # a macro's output: its << >> were escaped when it rendered
     return env
@@ -134,7 +131,7 @@ def judge_labels(results: list[ResultFile]) -> list[dict[str, Any]]:
 
 
 def pick_timeline(run: RunDir, item: str | None) -> dict[str, Any] | None:
-    """The requested item, else the first MPE item whose records have windows."""
+    """The requested item, else the first item whose records have windows."""
     for result in run.results:
         records = read_records(result)
         for d in item_dirs(result):
@@ -229,6 +226,7 @@ def sensitivity_context(root: Path, max_rows: int = 300) -> dict[str, Any] | Non
 def _fragments(context: dict[str, Any], section: ReportSection, env: jinja2.Environment,
                suffix: str, wrap: Callable[[str], Any]) -> dict[str, Any]:
     """Each slot of the section rendered with its own templates (the shared ones as fallback)."""
+    env.filters.update(section.filters.get(suffix, {}))
     env.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(section.template_dir), jinja2.FileSystemLoader(TEMPLATES)])
     shared = {k: v for k, v in context.items() if k != "sections"}
     out: collections.defaultdict[str, Any] = collections.defaultdict(lambda: wrap(""))

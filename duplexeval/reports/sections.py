@@ -53,6 +53,7 @@ class ReportSection:
     data: dict[str, Any]
     template_dir: Path = TEMPLATES
     templates: dict[str, str] = field(default_factory=dict)
+    filters: dict[str, dict[str, Any]] = field(default_factory=dict)   # ".html"/".tex" -> extra Jinja filters
 
 
 def family_of(result: ResultFile) -> str:

@@ -30,6 +30,14 @@ class MtrDuplexBench(Benchmark):
                                                    for k, v in metrics.items() if isinstance(v, dict))
                 for key, metrics in results["rounds"].items()]
 
+    paper_golden_files = ("mtr-duplexbench.yaml",)   # golden/ file of the paper this family reproduces
+
+    def paper_arithmetic(self, papers):
+        from duplexeval.benchmarks.mtr.paper_arithmetic import CHECKS
+
+        golden = papers.get("mtr-duplexbench")
+        return [row for check in CHECKS for row in check(golden)] if golden is not None else []
+
     def report_sections(self, inputs):
         from duplexeval.benchmarks.mtr.report import sections
 

@@ -111,6 +111,7 @@ PAPER_TABLES = (
 
 def sections(inputs: SectionInputs) -> list[ReportSection]:
     from duplexeval.benchmarks.mtr.report_charts import feature_curves, round_curves
+    from duplexeval.benchmarks.mtr.report_latex import latex_mtr_cell, latex_pct
 
     results = inputs.results
     data = {"mtr": mtr_table(results), "mtr_main": mtr_main(results, inputs.published),
@@ -121,4 +122,5 @@ def sections(inputs: SectionInputs) -> list[ReportSection]:
     return [ReportSection(family="mtr-duplexbench", id="mtr", title="MTR-DuplexBench", data=data,
                           template_dir=TEMPLATES,
                           templates={**{n: f"{n}.j2" for n in names},
-                                     "papers.html": "_papers.html.j2", "papers.tex": "_papers.tex.j2"})]
+                                     "papers.html": "_papers.html.j2", "papers.tex": "_papers.tex.j2"},
+                          filters={".tex": {"pct": latex_pct, "mtrcell": latex_mtr_cell}})]
