@@ -63,6 +63,12 @@ class Benchmark(ABC):
         heard of reports still appears in one."""
         return None
 
+    def report_item(self, bench_dir: Path, item_id: str) -> dict[str, Any] | None:
+        """What the report's item view draws beyond events.jsonl: {"turns": [{start, end, speaker,
+        label, text}], "window": [start, end]} on the recording's time axis; None (the default)
+        when events.jsonl says it all."""
+        return None
+
     def paper_arithmetic(self, papers: dict[str, Golden]) -> list[ArithmeticRow]:
         """The family's half of `paper-check`: published numbers re-derived from the paper's own
         counts (`papers`: paper id -> golden file). Empty for a family without a paper."""

@@ -38,6 +38,11 @@ class MtrDuplexBench(Benchmark):
         golden = papers.get("mtr-duplexbench")
         return [row for check in CHECKS for row in check(golden)] if golden is not None else []
 
+    def report_item(self, bench_dir: Path, item_id: str) -> dict[str, Any] | None:
+        from duplexeval.benchmarks.mtr.report import item_view
+
+        return item_view(bench_dir, item_id)
+
     def report_sections(self, inputs):
         from duplexeval.benchmarks.mtr.report import sections
 

@@ -8,6 +8,8 @@ round, a feature or a combination is lives here.
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,41 @@ PAPER_TABLES = (
                ("消融实验 (combination ablation)",), _ABLATION,
                note="The paper's ablation rows are Moshi's, one per combination; here one row per model."),
 )
+
+
+@lru_cache(maxsize=64)
+def _rounds_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
+    """An MTR item (one round of a dialogue) on its recording's time axis: the user and
+    assistant turns of this round and the rounds before it (the recording carries the
+    dialogue from its start; rounds.json times are on that axis), and the round's response
+    window. events.jsonl holds only round_start, so without this the item view is empty."""
+    rounds = _rounds_file(Path(bench_dir) / "rounds.json")
+    me = rounds.get(item_id)
+    if not isinstance(me, dict):
+        return None
+    number = (me.get("round") or {}).get("round") or 0
+    turns = []
+    for other in rounds.values():
+        r = other.get("round") if isinstance(other, dict) else None
+        if other.get("dialogue") != me.get("dialogue") or not isinstance(r, dict) or (r.get("round") or 0) > number:
+            continue
+        for speaker, label in (("user", f"U{r.get('round')}"), ("assistant", f"A{r.get('round')}")):
+            t = r.get(speaker)
+            if isinstance(t, dict) and isinstance(t.get("start"), (int, float)) and isinstance(t.get("end"), (int, float)):
+                turns.append({"start": float(t["start"]), "end": float(t["end"]), "speaker": speaker, "label": label,
+                              "text": t.get("text")})
+    window = me.get("window") or {}
+    span = [window.get("start_s"), window.get("end_s")]
+    return {"turns": sorted(turns, key=lambda t: t["start"]),
+            "window": [float(span[0]), float(span[1])] if all(isinstance(x, (int, float)) for x in span) else None}
 
 
 def sections(inputs: SectionInputs) -> list[ReportSection]:
