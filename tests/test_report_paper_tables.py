@@ -76,3 +76,11 @@ def test_the_latex_paper_tables_label_reference_agents_and_compile(rendered, tmp
     proc = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "report.tex"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_report_and_compare_default_to_the_suites_golden_files(tmp_path):
+    from duplexeval.reports.golden import golden_dir, suite_golden_paths
+
+    assert suite_golden_paths({"suite": {"id": "embedded"}}) == [golden_dir() / "embedded.yaml"]
+    assert suite_golden_paths({"suite": {"id": "paper-mtr"}}) == [golden_dir() / "mtr-duplexbench.yaml"]
+    assert suite_golden_paths({"suite": {"id": "no-such-suite"}}) == [] and suite_golden_paths({}) == []
