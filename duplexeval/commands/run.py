@@ -250,6 +250,15 @@ def exit_if_items_errored(outcomes) -> None:
         sys.exit(ITEMS_ERRORED)
 
 
+def outcome_counts(metric: dict) -> str:
+    """Every outcome behind a metric, e.g. ' [already_speaking 9, no_response 1, success 0]': a
+    rate alone hides why the units failed (issue 28: 'success 0/10' hid 9 already_speaking)."""
+    counts = metric.get("outcomes")
+    if not isinstance(counts, dict) or not counts:
+        return ""
+    return " [" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + "]"
+
+
 def _print_results(outcomes) -> None:
     for o in outcomes:
         if o.results is None:
@@ -263,7 +272,7 @@ def _print_results(outcomes) -> None:
             value = "n/r" if m.get("value") is None else f"{m['value']:.3f}"
             lost = (m.get("outcomes") or {}).get("error") if isinstance(m.get("outcomes"), dict) else None
             parts.append(f"{name} {value} ({m.get('numerator')}/{m.get('denominator')})"
-                         + (f" INCOMPLETE: {lost} error" if lost else ""))
+                         + outcome_counts(m) + (f" INCOMPLETE: {lost} error" if lost else ""))
         not_ok = sum(v for k, v in items.items() if k not in ("ok", "total") and isinstance(v, int))
         ok = items.get("ok", items["total"] - not_ok if isinstance(items.get("total"), int) else "?")
         click.echo(f"{o.job.key}: items {ok} ok, {not_ok} error; " + "; ".join(parts))
