@@ -133,9 +133,12 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for report.html / report.tex (default: RUN_DIR).")
 @click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW", help="As for compare.")
+@click.option("--pdf", is_flag=True, help="Also compile report.tex to report.pdf (latexmk, else pdflatex rerun "
+              "until longtable's column widths settle).")
 @allow_damaged_option
 def report_command(run_dir: Path, formats: str, golden_paths: tuple[str, ...], no_paper_arithmetic: bool,
-                   item: str | None, out_dir: Path | None, aliases: tuple[str, ...], allow_damaged: bool) -> None:
+                   item: str | None, out_dir: Path | None, aliases: tuple[str, ...], pdf: bool,
+                   allow_damaged: bool) -> None:
     """Write report.html (self-contained) and report.tex (booktabs) for RUN_DIR.
 
     The run is verified first: a damaged run is refused (exit 2) unless --allow-damaged,
@@ -146,11 +149,20 @@ def report_command(run_dir: Path, formats: str, golden_paths: tuple[str, ...], n
     golden_paths = golden_paths or tuple(str(p) for p in suite_golden_paths(load_run(run_dir).manifest))
     _load_goldens(golden_paths)  # fail early, with file:line, before rendering anything
     wanted = [f.strip() for f in formats.split(",") if f.strip()]
+    if pdf and "latex" not in wanted:
+        wanted.append("latex")
     try:
         written = write_report(run_dir, formats=wanted, golden_paths=golden_paths, with_arithmetic=not no_paper_arithmetic,
                                item=item, out_dir=out_dir, aliases=_aliases(aliases), damaged=damaged)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if pdf:
+        from duplexeval.reports.pdf import PdfError, compile_pdf
+
+        try:
+            written["pdf"] = compile_pdf(written["latex"])
+        except PdfError as exc:
+            raise CommandError(str(exc)) from None
     for fmt, path in written.items():
         click.echo(f"{fmt}: {path}")
 
