@@ -147,7 +147,7 @@ def test_latex_follows_the_html_first_screen(report) -> None:
                                     "every metric per round", r"\subsection*{Paper arithmetic}")]
     assert order == sorted(order)
     assert r"moshi & \shortstack[r]{100.0 $\rightarrow$ 90.0\\{\footnotesize 10/10 $\rightarrow$ 90/100}}" in tex
-    assert r"{\footnotesize golden}" in tex and r"\textcolor{within}{$\Delta$+0}" in tex  # silent: embedded.yaml
+    assert r"{\footnotesize golden: embedded}" in tex and r"\textcolor{within}{$\Delta$+0}" in tex  # silent: embedded.yaml
 
 
 def test_latex_mtr_ablation_golden_and_caveat_escape_and_compile(report, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from duplexeval.reports.formatting import (  # noqa: F401  (latex_escape, LatexS
     LatexSafe, _latex_caveat_mark, _latex_finalize, fmt, latex_escape, latex_lost, latex_pub, latex_rate)
 from duplexeval.reports.golden import Golden, golden_files, load_golden
 from duplexeval.reports.incomplete import marked, run_incomplete
+from duplexeval.reports.paper_tables import is_reference_agent
 from duplexeval.reports.published import Published
 from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary
 from duplexeval.reports.run_dir import ResultFile, RunDir, item_dirs, load_run, read_events, read_records
@@ -199,6 +200,7 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "sections": family_sections(inputs, published),
         "labels": judge_labels(results),
         "caveats": model_caveats(results),
+        "reference_agents": sorted({r.model for r in results if is_reference_agent(r.model, run)}),
         "incomplete": run_incomplete(results),
         "damaged": list(inputs.damaged),
         "timeline": pick_timeline(run, inputs.item),

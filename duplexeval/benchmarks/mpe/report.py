@@ -63,6 +63,13 @@ def mpe_published(table: dict[str, Any], pub: Published) -> dict[str, Any]:
     return out
 
 
+def golden_sources(published: dict[str, Any]) -> dict[str, str]:
+    """Model -> the golden file(s) (paper ids) its golden row comes from, e.g. 'embedded': a golden
+    row says whose numbers it holds (issue 28: an unlabelled row held silent's expectations)."""
+    return {model: ", ".join(sorted({c["paper"] for cells in by_cond.values() for c in cells.values() if c}))
+            for model, by_cond in published.items()}
+
+
 def statistics(root: Path) -> dict[str, Any] | None:
     """statistics.json (McNemar per model, Spearman presence vs Start), when the run has one."""
     path = Path(root) / "statistics.json"
@@ -112,7 +119,8 @@ def sections(inputs: SectionInputs) -> list[ReportSection]:
 
     results = inputs.results
     mpe = mpe_table(results)
-    data = {"mpe": mpe, "mpe_published": mpe_published(mpe, inputs.published),
+    published = mpe_published(mpe, inputs.published)
+    data = {"mpe": mpe, "mpe_published": published, "golden_sources": golden_sources(published),
             "bars": start_presence_bars(results), "stop_bars": stop_yield_bars(results),
             "statistics": statistics(inputs.run.root),
             "paper_tables": build_all(PAPER_TABLES, inputs.papers, inputs.run, results)}
