@@ -19,8 +19,8 @@ def test_round_two_shows_both_rounds_turns_and_its_own_window(tmp_path):
                                                  "d1.r02": _round(2, (7.9, 10.9), (11.4, 15.5), (7.9, 18.8)),
                                                  "d1.r03": _round(3, (16.0, 18.0), (19.0, 21.0), (16.0, 25.0))})
     view = item_view(tmp_path, "d1.r02")
-    assert [(t["speaker"], t["label"]) for t in view["turns"]] == [("user", "U1"), ("assistant", "A1"),
-                                                                    ("user", "U2"), ("assistant", "A2")]
+    assert [(t["speaker"], t["label"]) for t in view["turns"]] == [("user", "U1"), ("assistant", "A1 (context)"),
+                                                                    ("user", "U2")]  # A2 is the model's own reply
     assert view["window"] == [7.9, 18.8]
     # The record has no window of its own: the item's window, not the anchor's zero width.
     assert record_span({"metric": "success", "anchor_s": 10.9}, view["window"]) == [7.9, 18.8]

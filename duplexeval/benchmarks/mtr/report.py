@@ -121,10 +121,11 @@ def _rounds_file(path: Path) -> dict[str, Any]:
 
 
 def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
-    """An MTR item (one round of a dialogue) on its recording's time axis: the user and
-    assistant turns of this round and the rounds before it (the recording carries the
-    dialogue from its start; rounds.json times are on that axis), and the round's response
-    window. events.jsonl holds only round_start, so without this the item view is empty."""
+    """An MTR item (one round of a dialogue) on its recording's time axis: the user turns of
+    this round and the rounds before it, and the earlier rounds' assistant replies (the
+    context the model was given; the scored round's reply is the model's own), from
+    rounds.json, whose times are on the recording's axis; and the round's response window.
+    events.jsonl holds only round_start, so without this the item view is empty."""
     rounds = _rounds_file(Path(bench_dir) / "rounds.json")
     me = rounds.get(item_id)
     if not isinstance(me, dict):
@@ -135,7 +136,9 @@ def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
         r = other.get("round") if isinstance(other, dict) else None
         if other.get("dialogue") != me.get("dialogue") or not isinstance(r, dict) or (r.get("round") or 0) > number:
             continue
-        for speaker, label in (("user", f"U{r.get('round')}"), ("assistant", f"A{r.get('round')}")):
+        for speaker, label in (("user", f"U{r.get('round')}"), ("assistant", f"A{r.get('round')} (context)")):
+            if speaker == "assistant" and (r.get("round") or 0) == number:
+                continue  # the scored round's reply is the model's own, not the dataset's
             t = r.get(speaker)
             if isinstance(t, dict) and isinstance(t.get("start"), (int, float)) and isinstance(t.get("end"), (int, float)):
                 turns.append({"start": float(t["start"]), "end": float(t["end"]), "speaker": speaker, "label": label,
