@@ -87,8 +87,10 @@ def mtr_main(results: list[ResultFile], pub: Published) -> dict[str, Any]:
             many = {b: mtr_cells(by[(m, b)], pub) if (m, b) in by else [] for b, _ in cols}
             cells = {b: (v[0] if v else None) for b, v in many.items()}
             if any(cells.values()):
-                rows.append({"model": m, "cells": cells, "headlines": many,
-                             "published": any(c["pub_r1"] or c["pub_mean"] for v in many.values() for c in v)})
+                pubs = [p for v in many.values() for c in v for p in (c["pub_r1"], c["pub_mean"]) if p]
+                rows.append({"model": m, "cells": cells, "headlines": many, "published": bool(pubs),
+                             "golden_source": ", ".join(sorted({str(p["paper"]) for p in pubs})),
+                             "timing": any(c and (c["latency"] or c["no_response"]) for c in cells.values())})
         return {"columns": [{"id": b, "label": label} for b, label in cols], "rows": rows}
 
     return {"features": table(MTR_FEATURES), "ablation": table(MTR_COMBOS), "other": table(MTR_OTHER)}
@@ -151,7 +153,8 @@ def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
 
 def sections(inputs: SectionInputs) -> list[ReportSection]:
     from duplexeval.benchmarks.mtr.report_charts import feature_curves, round_curves
-    from duplexeval.benchmarks.mtr.report_latex import latex_mtr_cell, latex_pct
+    from duplexeval.benchmarks.mtr.report_latex import (
+        latex_mtr_cell, latex_mtr_latency, latex_mtr_no_response, latex_mtr_value, latex_pct)
 
     results = inputs.results
     data = {"mtr": mtr_table(results), "mtr_main": mtr_main(results, inputs.published),
@@ -163,4 +166,6 @@ def sections(inputs: SectionInputs) -> list[ReportSection]:
                           template_dir=TEMPLATES,
                           templates={**{n: f"{n}.j2" for n in names},
                                      "papers.html": "_papers.html.j2", "papers.tex": "_papers.tex.j2"},
-                          filters={".tex": {"pct": latex_pct, "mtrcell": latex_mtr_cell}})]
+                          filters={".tex": {"pct": latex_pct, "mtrcell": latex_mtr_cell, "mtrvalue": latex_mtr_value,
+                                            "mtrlatency": latex_mtr_latency,
+                                            "mtrnoresponse": latex_mtr_no_response}})]

@@ -51,3 +51,34 @@ def latex_mtr_cell(c: dict[str, Any] | None, golden: bool = False) -> LatexSafe:
         return LatexSafe(lines[0])
     small = "\\\\".join("{\\footnotesize " + x + "}" for x in lines[1:])
     return LatexSafe(f"\\shortstack[r]{{{lines[0]}\\\\{small}}}")
+
+
+def _incomplete(m: dict[str, Any] | None) -> str:
+    lost = (m or {}).get("lost")
+    return f" {{\\footnotesize\\textbf{{[incomplete: {tex_num(lost, 0)} error]}}}}" if lost else ""
+
+
+def latex_mtr_value(c: dict[str, Any] | None, which: str) -> LatexSafe:
+    """One value of a main-table cell (`which`: 'r1' or 'mean'): the rate in % (a score as a
+    mean) with its counts in small type, and its incomplete mark: one value per LaTeX cell."""
+    m = (c or {}).get(which)
+    if not m:
+        return LatexSafe("--")
+    if (c or {}).get("unit") == "score":
+        return LatexSafe(f"{tex_num(m.get('value'), 2)} {{\\tiny(n={tex_num(m.get('denominator'), 0)})}}" + _incomplete(m))
+    return LatexSafe(f"{latex_pct(m)} {{\\tiny({tex_num(m.get('numerator'), 0)}/{tex_num(m.get('denominator'), 0)})}}"
+                     + _incomplete(m))
+
+
+def latex_mtr_latency(c: dict[str, Any] | None) -> LatexSafe:
+    lat = (c or {}).get("latency")
+    if not lat or lat.get("value") is None:
+        return LatexSafe("--")
+    return LatexSafe(f"{tex_num(lat['value'], 2)} {{\\tiny(n={tex_num(lat.get('denominator'), 0)})}}")
+
+
+def latex_mtr_no_response(c: dict[str, Any] | None) -> LatexSafe:
+    nr = (c or {}).get("no_response")
+    if not nr or nr.get("numerator") is None:
+        return LatexSafe("--")
+    return LatexSafe(f"{tex_num(nr['numerator'], 0)}/{tex_num(nr.get('denominator'), 0)}")
