@@ -50,7 +50,7 @@ def record_span(rec: dict[str, Any], item_window: list[float] | None = None) -> 
     """A record's window in seconds: `window`, start/end spellings, a response window in its
     reason ("... window [2.30, 10.00]"), else the item's window its family gives
     (`Benchmark.report_item`), else its anchor (a zero-width mark)."""
-    span = charts._span(rec)
+    span = charts.span(rec)
     if span is None and rec.get("metric") == "stop" and isinstance(rec.get("n4r_start"), (int, float)):
         span = (float(rec["n4r_start"]), float(rec.get("n4r_end") or rec["n4r_start"]))
     if span is None and isinstance(rec.get("reason"), str) and (m := _BRACKET.search(rec["reason"])):
@@ -105,7 +105,7 @@ def browser_data(run: RunDir, max_records: int = MAX_RECORDS) -> dict[str, Any]:
             for rec in mine:
                 if len(records) >= max_records:
                     continue
-                passed = charts._passed(rec)
+                passed = charts.passed(rec)
                 records.append({
                     "model": result.model, "benchmark": result.benchmark, "item": item_id, "key": key,
                     "metric": str(rec.get("metric") or ""), "label": rec.get("label") or rec.get("feature"),

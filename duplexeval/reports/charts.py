@@ -52,7 +52,7 @@ _SPEECH_ON = {"model_speech_onset", "model_onset", "speech_onset", "episode_star
 _SPEECH_OFF = {"model_speech_offset", "model_offset", "speech_offset", "episode_end"}
 
 
-def _span(row: dict[str, Any]) -> tuple[float, float] | None:
+def span(row: dict[str, Any]) -> tuple[float, float] | None:
     """A window's [start, end] in seconds, from the spellings records may use."""
     w = row.get("window")
     if isinstance(w, (list, tuple)) and len(w) == 2:
@@ -72,8 +72,8 @@ def scene_turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for e in events:
         kind = e.get("type")
         key = e.get("turn", e.get("turn_id", e.get("index")))
-        if kind == "turn" and _span(e):
-            s, t = _span(e)
+        if kind == "turn" and span(e):
+            s, t = span(e)
             turns.append({**e, "start": s, "end": t})
         elif kind in _ONSET:
             open_[key] = {**e, "start": float(e.get("t", 0.0))}
@@ -94,22 +94,22 @@ def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]])
         elif e.get("type") in _SPEECH_OFF and start is not None:
             out.append((start, float(e.get("t", start))))
             start = None
-        elif e.get("type") == "episode" and _span(e):
-            out.append(_span(e))
+        elif e.get("type") == "episode" and span(e):
+            out.append(span(e))
     for r in records:
         # Scoring records carry the speech they judged: a Shush window's `speech`, an
         # Answer's response episode as its `window`.
-        if r.get("metric") == "answer" and _span(r):
-            out.append(_span(r))
+        if r.get("metric") == "answer" and span(r):
+            out.append(span(r))
         for ep in (r.get("episodes") or []) + (r.get("speech") or []):
             if isinstance(ep, (list, tuple)) and len(ep) == 2:
                 out.append((float(ep[0]), float(ep[1])))
-            elif isinstance(ep, dict) and _span(ep):
-                out.append(_span(ep))
+            elif isinstance(ep, dict) and span(ep):
+                out.append(span(ep))
     return sorted(set(out))
 
 
-def _passed(row: dict[str, Any]) -> bool | None:
+def passed(row: dict[str, Any]) -> bool | None:
     if isinstance(row.get("passed"), bool) or ("passed" in row and row["passed"] is None):
         return row["passed"]  # None: excluded (e.g. a Stop event that was not eligible)
     outcome = row.get("outcome", row.get("verdict", row.get("pass")))
@@ -122,45 +122,3 @@ def _passed(row: dict[str, Any]) -> bool | None:
         if o in {"fail", "failed", "miss", "already_speaking", "incorrect", "intrusion"}:
             return False
     return None
-
-
-def scene_timeline(item_id: str, events: list[dict[str, Any]], records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Turns (with labels), the model's speech episodes and each window's verdict."""
-    turns = scene_turns(events)
-    episodes = speech_episodes(events, records)
-    windows = [{**r, "span": _span(r), "passed": _passed(r)} for r in records if _span(r)]
-    ends = [t["end"] for t in turns] + [e for _, e in episodes] + [w["span"][1] for w in windows]
-    if not turns and not episodes and not windows:
-        return None
-    duration = max(ends + [1.0])
-    left, width = 70, 1100
-    scale = (width - left - 20) / duration
-    x = lambda s: rounded(left + s * scale)  # noqa: E731
-    lanes = {"turns": 30, "model": 80, "verdicts": 120}
-    items: list[dict[str, Any]] = []
-    for t in turns:
-        label = str(t.get("label", ""))
-        items.append({"kind": "rect", "x": x(t["start"]), "y": lanes["turns"], "w": rounded(max(1.0, (t["end"] - t["start"]) * scale)),
-                      "h": 30, "cls": f"turn turn-{label.lower() or 'none'}",
-                      "tip": f"{t.get('speaker', '')} {label} {t['start']:.2f}-{t['end']:.2f} s: {t.get('text', '')}"})
-        items.append({"kind": "text", "x": rounded(x(t["start"]) + 3), "y": lanes["turns"] + 19,
-                      "text": f"{t.get('speaker', '')} {label}".strip(), "anchor": "start", "cls": "turn-label"})
-    for s, e in episodes:
-        items.append({"kind": "rect", "x": x(s), "y": lanes["model"], "w": rounded(max(1.0, (e - s) * scale)), "h": 22,
-                      "cls": "episode", "tip": f"model speech {s:.2f}-{e:.2f} s"})
-    for w in windows:
-        s, e = w["span"]
-        verdict = {True: "pass", False: "fail", None: "n/a"}[w["passed"]]
-        items.append({"kind": "rect", "x": x(s), "y": lanes["verdicts"], "w": rounded(max(1.0, (e - s) * scale)), "h": 22,
-                      "cls": f"verdict verdict-{verdict.replace('/', '')}",
-                      "tip": f"{w.get('metric', '')} {w.get('label', '')} {verdict}: {w.get('reason', '')}"})
-    for i in range(int(duration // 10) + 1):
-        items.append({"kind": "line", "x1": x(10 * i), "y1": 22, "x2": x(10 * i), "y2": 150, "cls": "grid"})
-        items.append({"kind": "text", "x": x(10 * i), "y": 166, "text": f"{10 * i} s", "anchor": "middle", "cls": "tick"})
-    for name, y in (("turns", lanes["turns"] + 19), ("model", lanes["model"] + 15), ("verdicts", lanes["verdicts"] + 15)):
-        items.append({"kind": "text", "x": left - 8, "y": y, "text": name, "anchor": "end", "cls": "axis"})
-    chart = Chart(width=width, height=180, title=f"Scene timeline: {item_id}", items=items)
-    chart.legend = [{"cls": "turn turn-t", "text": "T turn"}, {"cls": "turn turn-n1", "text": "N1/N2/N3"},
-                    {"cls": "turn turn-n4q", "text": "N4Q/N4R"}, {"cls": "episode", "text": "model speech"},
-                    {"cls": "verdict verdict-pass", "text": "window passed"}, {"cls": "verdict verdict-fail", "text": "window failed"}]
-    return {"item": item_id, "chart": chart, "turns": turns, "episodes": episodes, "windows": windows}

@@ -21,16 +21,16 @@ from markupsafe import Markup
 
 from duplexeval import __version__
 from duplexeval.io import atomic_write_text
-from duplexeval.reports import browser, charts
+from duplexeval.reports import browser
 from duplexeval.reports.compare import DiffRow, compare_run, counts as diff_counts, failed as diff_failed
 from duplexeval.reports.formatting import (  # noqa: F401  (latex_escape, LatexSafe: part of this module's API)
     LatexSafe, _latex_caveat_mark, _latex_finalize, fmt, latex_escape, latex_lost, latex_pub, latex_rate)
 from duplexeval.reports.golden import Golden, golden_files, load_golden
 from duplexeval.reports.incomplete import marked, run_incomplete
+from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary
 from duplexeval.reports.paper_tables import is_reference_agent
 from duplexeval.reports.published import Published
-from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary
-from duplexeval.reports.run_dir import ResultFile, RunDir, item_dirs, load_run, read_events, read_records
+from duplexeval.reports.run_dir import ResultFile, RunDir, load_run
 from duplexeval.reports.sections import ReportSection, SectionInputs, by_family, generic_section
 from duplexeval.specs.readings import readings_by_benchmark
 
@@ -131,20 +131,6 @@ def judge_labels(results: list[ResultFile]) -> list[dict[str, Any]]:
     return out
 
 
-def pick_timeline(run: RunDir, item: str | None) -> dict[str, Any] | None:
-    """The requested item, else the first item whose records have windows."""
-    for result in run.results:
-        records = read_records(result)
-        for d in item_dirs(result):
-            if item is not None and d.name != item:
-                continue
-            mine = [r for r in records if str(r.get("item", r.get("item_id"))) == d.name]
-            timeline = charts.scene_timeline(f"{result.model}/{result.benchmark}/{d.name}", read_events(d), mine)
-            if timeline is not None:
-                return timeline
-    return None
-
-
 def golden_diffs(inputs: ReportInputs, published: Published | None = None) -> list[GoldenDiff]:
     out = []
     for g in inputs.goldens:
@@ -203,7 +189,6 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "reference_agents": sorted({r.model for r in results if is_reference_agent(r.model, run)}),
         "incomplete": run_incomplete(results),
         "damaged": list(inputs.damaged),
-        "timeline": pick_timeline(run, inputs.item),
         "browser": browser.browser_data(run),
         "diffs": diffs,
         "arithmetic": arithmetic,

@@ -15,7 +15,7 @@ from typing import Any
 from duplexeval.reports.incomplete import marked
 from duplexeval.reports.paper_tables import Column, PaperTable, build_all
 from duplexeval.reports.published import Published
-from duplexeval.reports.run_dir import ResultFile
+from duplexeval.reports.run_dir import ResultFile, item_dirs, read_events, read_records
 from duplexeval.reports.sections import ReportSection, SectionInputs
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -114,6 +114,22 @@ PAPER_TABLES = (
 )
 
 
+def pick_timeline(results: list[ResultFile], item: str | None) -> dict[str, Any] | None:
+    """The requested item (`report --item`), else the first item whose records have windows."""
+    from duplexeval.benchmarks.mpe.report_charts import scene_timeline
+
+    for result in results:
+        records = read_records(result)
+        for d in item_dirs(result):
+            if item is not None and d.name != item:
+                continue
+            mine = [r for r in records if str(r.get("item", r.get("item_id"))) == d.name]
+            timeline = scene_timeline(f"{result.model}/{result.benchmark}/{d.name}", read_events(d), mine)
+            if timeline is not None:
+                return timeline
+    return None
+
+
 def sections(inputs: SectionInputs) -> list[ReportSection]:
     from duplexeval.benchmarks.mpe.report_charts import start_presence_bars, stop_yield_bars
 
@@ -123,6 +139,7 @@ def sections(inputs: SectionInputs) -> list[ReportSection]:
     data = {"mpe": mpe, "mpe_published": published, "golden_sources": golden_sources(published),
             "bars": start_presence_bars(results), "stop_bars": stop_yield_bars(results),
             "statistics": statistics(inputs.run.root),
+            "timeline": pick_timeline(results, inputs.item),
             "paper_tables": build_all(PAPER_TABLES, inputs.papers, inputs.run, results)}
     names = ("headline.html", "charts.html", "details.html", "headline.tex", "details.tex")
     return [ReportSection(family="duplex-mpe", id="mpe", title="Duplex-MPE", data=data, template_dir=TEMPLATES,

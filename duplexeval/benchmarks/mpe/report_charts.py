@@ -1,9 +1,11 @@
-"""Duplex-MPE's charts: Start vs presence, Stop over eligible vs all N4 (geometry only; the
-shared svg macro draws them)."""
+"""Duplex-MPE's charts: Start vs presence, Stop over eligible vs all N4, one scene's timeline
+(geometry only; the shared svg macro draws them)."""
 
 from __future__ import annotations
 
-from duplexeval.reports.charts import Chart, axis, rounded
+from typing import Any
+
+from duplexeval.reports.charts import Chart, axis, passed, rounded, scene_turns, span, speech_episodes
 from duplexeval.reports.run_dir import ResultFile
 
 
@@ -81,3 +83,45 @@ def stop_yield_bars(results: list[ResultFile]) -> Chart | None:
     chart.legend = [{"cls": "bar-start", "text": "Stop (yields / eligible)"},
                     {"cls": "bar-presence", "text": "yield rate over all N4"}]
     return chart
+
+
+def scene_timeline(item_id: str, events: list[dict[str, Any]], records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Turns (with labels), the model's speech episodes and each window's verdict."""
+    turns = scene_turns(events)
+    episodes = speech_episodes(events, records)
+    windows = [{**r, "span": span(r), "passed": passed(r)} for r in records if span(r)]
+    ends = [t["end"] for t in turns] + [e for _, e in episodes] + [w["span"][1] for w in windows]
+    if not turns and not episodes and not windows:
+        return None
+    duration = max(ends + [1.0])
+    left, width = 70, 1100
+    scale = (width - left - 20) / duration
+    x = lambda s: rounded(left + s * scale)  # noqa: E731
+    lanes = {"turns": 30, "model": 80, "verdicts": 120}
+    items: list[dict[str, Any]] = []
+    for t in turns:
+        label = str(t.get("label", ""))
+        items.append({"kind": "rect", "x": x(t["start"]), "y": lanes["turns"], "w": rounded(max(1.0, (t["end"] - t["start"]) * scale)),
+                      "h": 30, "cls": f"turn turn-{label.lower() or 'none'}",
+                      "tip": f"{t.get('speaker', '')} {label} {t['start']:.2f}-{t['end']:.2f} s: {t.get('text', '')}"})
+        items.append({"kind": "text", "x": rounded(x(t["start"]) + 3), "y": lanes["turns"] + 19,
+                      "text": f"{t.get('speaker', '')} {label}".strip(), "anchor": "start", "cls": "turn-label"})
+    for s, e in episodes:
+        items.append({"kind": "rect", "x": x(s), "y": lanes["model"], "w": rounded(max(1.0, (e - s) * scale)), "h": 22,
+                      "cls": "episode", "tip": f"model speech {s:.2f}-{e:.2f} s"})
+    for w in windows:
+        s, e = w["span"]
+        verdict = {True: "pass", False: "fail", None: "n/a"}[w["passed"]]
+        items.append({"kind": "rect", "x": x(s), "y": lanes["verdicts"], "w": rounded(max(1.0, (e - s) * scale)), "h": 22,
+                      "cls": f"verdict verdict-{verdict.replace('/', '')}",
+                      "tip": f"{w.get('metric', '')} {w.get('label', '')} {verdict}: {w.get('reason', '')}"})
+    for i in range(int(duration // 10) + 1):
+        items.append({"kind": "line", "x1": x(10 * i), "y1": 22, "x2": x(10 * i), "y2": 150, "cls": "grid"})
+        items.append({"kind": "text", "x": x(10 * i), "y": 166, "text": f"{10 * i} s", "anchor": "middle", "cls": "tick"})
+    for name, y in (("turns", lanes["turns"] + 19), ("model", lanes["model"] + 15), ("verdicts", lanes["verdicts"] + 15)):
+        items.append({"kind": "text", "x": left - 8, "y": y, "text": name, "anchor": "end", "cls": "axis"})
+    chart = Chart(width=width, height=180, title=f"Scene timeline: {item_id}", items=items)
+    chart.legend = [{"cls": "turn turn-t", "text": "T turn"}, {"cls": "turn turn-n1", "text": "N1/N2/N3"},
+                    {"cls": "turn turn-n4q", "text": "N4Q/N4R"}, {"cls": "episode", "text": "model speech"},
+                    {"cls": "verdict verdict-pass", "text": "window passed"}, {"cls": "verdict verdict-fail", "text": "window failed"}]
+    return {"item": item_id, "chart": chart, "turns": turns, "episodes": episodes, "windows": windows}
