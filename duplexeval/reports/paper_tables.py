@@ -92,7 +92,7 @@ def _published_cell(cell: GoldenCell) -> dict[str, Any]:
 def _our_cell(run: RunDir, results: list[ResultFile], model: str, col: Column, percent: bool) -> dict[str, Any] | None:
     loc = {**col.locator, "model": model}
     if "statistics" in loc:
-        status, value, pairs, source, note = _statistics_value(run, loc)
+        _, value, pairs, source, note = _statistics_value(run, loc)
         return None if value is None else {"value": value, "numerator": None, "denominator": pairs, "decimals": None,
                                            "text": None, "source": source, "note": note, "link": None}
     mine = [r for r in results if r.model == model and r.benchmark == loc.get("benchmark", r.benchmark)]
@@ -131,7 +131,7 @@ def is_reference_agent(model: str, run: RunDir) -> bool:
         from duplexeval.specs import default_registry
 
         return bool(default_registry().get("model", model).data.get("reference_agent"))
-    except Exception:  # a model this machine has no spec for is not known to be a reference agent
+    except Exception:  # noqa: BLE001 - a model this machine has no spec for is not known to be a reference agent
         return False
 
 

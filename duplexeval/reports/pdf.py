@@ -38,7 +38,7 @@ def compile_pdf(tex: Path) -> Path:
     latexmk, pdflatex = shutil.which("latexmk"), shutil.which("pdflatex")
     if latexmk:
         cmd = [latexmk, "-pdf", "-quiet", f"-pdflatex=pdflatex {' '.join(engine_args)} %O %S", tex.name]
-        proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
         if proc.returncode != 0:
             raise PdfError(f"latexmk failed on {tex} (exit {proc.returncode}):\n{_tail(folder / f'{stem}.log')}")
         return folder / f"{stem}.pdf"
@@ -46,7 +46,7 @@ def compile_pdf(tex: Path) -> Path:
         raise PdfError("no TeX engine: install latexmk or pdflatex (scripts/setup-system.sh)")
     for _ in range(MAX_PASSES):
         proc = subprocess.run([pdflatex, *engine_args, tex.name], cwd=folder, capture_output=True, text=True,
-                              timeout=TIMEOUT_S)
+                              timeout=TIMEOUT_S, check=False)
         if proc.returncode != 0:
             raise PdfError(f"pdflatex failed on {tex} (exit {proc.returncode}):\n{_tail(folder / f'{stem}.log')}")
         log = (folder / f"{stem}.log").read_text("utf-8", errors="replace")

@@ -69,7 +69,7 @@ def family_of(result: ResultFile) -> str:
         from duplexeval.specs import default_registry
 
         return str(default_registry().get("benchmark", result.benchmark).data.get("benchmark") or "")
-    except Exception:  # a benchmark this machine has no spec for still renders, generically
+    except Exception:  # noqa: BLE001 - a benchmark this machine has no spec for still renders, generically
         return str(result.data.get("family") or "")
 
 

@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 from duplexeval.reports.arithmetic_rows import (
-    ArithmeticRow, against, derived, inequality, known_discrepancy, mcnemar_exact_log10_p,
-    mcnemar_exact_p, not_reproducible)
+    ArithmeticRow,
+    against,
+    derived,
+    inequality,
+    known_discrepancy,
+    mcnemar_exact_log10_p,
+    mcnemar_exact_p,
+    not_reproducible,
+)
 from duplexeval.reports.golden import Golden
+
 
 def mpe_start_presence(g: Golden) -> list[ArithmeticRow]:
     """Table 9: Start = fresh / T, presence = (fresh + already speaking) / T."""

@@ -131,7 +131,10 @@ def pick_timeline(results: list[ResultFile], item: str | None) -> dict[str, Any]
 
 
 def sections(inputs: SectionInputs) -> list[ReportSection]:
-    from duplexeval.benchmarks.mpe.report_charts import start_presence_bars, stop_yield_bars
+    from duplexeval.benchmarks.mpe.report_charts import (
+        start_presence_bars,
+        stop_yield_bars,
+    )
 
     results = inputs.results
     mpe = mpe_table(results)

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from duplexeval.reports.charts import Chart, axis, passed, rounded, scene_turns, span, speech_episodes
+from duplexeval.reports.charts import (
+    Chart,
+    axis,
+    passed,
+    rounded,
+    scene_turns,
+    span,
+    speech_episodes,
+)
 from duplexeval.reports.run_dir import ResultFile
 
 

@@ -4,8 +4,13 @@ counts (the statuses and row builders: duplexeval/reports/arithmetic_rows.py).""
 from __future__ import annotations
 
 from duplexeval.reports.arithmetic_rows import (
-    OUT_OF_TOLERANCE, REPRODUCED,
-    DOES_NOT_RECONCILE, ArithmeticRow, against, inequality)
+    DOES_NOT_RECONCILE,
+    OUT_OF_TOLERANCE,
+    REPRODUCED,
+    ArithmeticRow,
+    against,
+    inequality,
+)
 from duplexeval.reports.golden import Golden
 
 FEATURES = ("smooth", "interruption", "pause", "background")

@@ -154,7 +154,12 @@ def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
 def sections(inputs: SectionInputs) -> list[ReportSection]:
     from duplexeval.benchmarks.mtr.report_charts import feature_curves, round_curves
     from duplexeval.benchmarks.mtr.report_latex import (
-        latex_mtr_cell, latex_mtr_latency, latex_mtr_no_response, latex_mtr_value, latex_pct)
+        latex_mtr_cell,
+        latex_mtr_latency,
+        latex_mtr_no_response,
+        latex_mtr_value,
+        latex_pct,
+    )
 
     results = inputs.results
     data = {"mtr": mtr_table(results), "mtr_main": mtr_main(results, inputs.published),
