@@ -138,7 +138,7 @@ def is_reference_agent(model: str, run: RunDir) -> bool:
 def build(table: PaperTable, golden: Golden | None, run: RunDir, results: list[ResultFile]) -> dict[str, Any] | None:
     """The table as the templates draw it; None when neither the paper nor the run has a cell of it."""
     published = published_rows(table, golden) if golden is not None else []
-    percent = [col.percent or any(r.cells[i] and r.cells[i]["percent"] for r in published)
+    percent = [col.percent or any(bool((r.cells[i] or {}).get("percent")) for r in published)
                for i, col in enumerate(table.columns)]
     by_model = {r.model: r for r in published}
     ours: list[PaperRow] = []

@@ -146,9 +146,9 @@ def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
                 turns.append({"start": float(t["start"]), "end": float(t["end"]), "speaker": speaker, "label": label,
                               "text": t.get("text")})
     window = me.get("window") or {}
-    span = [window.get("start_s"), window.get("end_s")]
-    return {"turns": sorted(turns, key=lambda t: t["start"]),
-            "window": [float(span[0]), float(span[1])] if all(isinstance(x, (int, float)) for x in span) else None}
+    start, end = window.get("start_s"), window.get("end_s")
+    span = [float(start), float(end)] if isinstance(start, (int, float)) and isinstance(end, (int, float)) else None
+    return {"turns": sorted(turns, key=lambda t: t["start"]), "window": span}
 
 
 def sections(inputs: SectionInputs) -> list[ReportSection]:
