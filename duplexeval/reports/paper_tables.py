@@ -59,7 +59,7 @@ class PaperRow:
 
 def _same_column(loc: dict[str, str], col: Column) -> bool:
     """A golden locator belongs to a column when everything but the model agrees (field defaults to value)."""
-    a = {k: v for k, v in loc.items() if k != "model"}
+    a = {k: v for k, v in loc.items() if k not in ("model", "judge")}
     b = dict(col.locator)
     a.setdefault("field", "value")
     b.setdefault("field", "value")
