@@ -50,7 +50,25 @@ def load(run_dir: str | Path):
     """The tidy table as a pandas DataFrame (columns: duplexeval.results.COLUMNS)."""
     import pandas as pd
 
-    return pd.DataFrame(rows(run_dir), columns=COLUMNS)
+    df = pd.DataFrame(rows(run_dir), columns=COLUMNS)
+    for col in COUNT_COLUMNS:
+        df[col] = _as_counts(df[col])
+    return df
+
+
+COUNT_COLUMNS = ("numerator", "denominator", "lost")
+
+
+def _as_counts(column):
+    """Counts stay integers (CSV `3`, not `3.0`, issue 28): pandas' nullable Int64 when every
+    value is whole; else (a sum of scores, e.g. quality's 9.51) each whole value as an int."""
+    values = [v for v in column if v is not None and v == v]
+    if all(isinstance(v, (int, float)) and float(v).is_integer() for v in values):
+        return column.astype("Int64")
+    import pandas as pd
+
+    whole = [int(v) if isinstance(v, float) and v.is_integer() else v for v in column]
+    return pd.Series(whole, index=column.index, dtype=object, name=column.name)
 
 
 def to_markdown(table: list[dict[str, Any]]) -> str:

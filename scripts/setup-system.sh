@@ -10,6 +10,10 @@ command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # ... and compiles report.tex (booktabs, longtable: texlive-latex-recommended).
 command -v pdflatex >/dev/null 2>&1 || need+=(texlive-latex-base texlive-latex-recommended)
+# `report --pdf` runs latexmk (the passes longtable needs); its test reads the PDF's word
+# positions with pdftotext -bbox (poppler-utils) to check Table 1's header sits on its columns.
+command -v latexmk >/dev/null 2>&1 || need+=(latexmk)
+command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "setup: installing Debian packages: ${need[*]}"
 SUDO=""

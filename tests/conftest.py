@@ -46,6 +46,9 @@ def _isolated_cache(tmp_path_factory):
         mp.setenv("DUPLEXEVAL_CACHE", str(shared_cache_dir(tmp_path_factory)))
         # xdist workers share the cores, as `--executor local` workers do (duplexeval/processes.py).
         mp.setenv(PARALLEL_WORKERS_ENV, os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        # `run` writes its report at the end by default; the many test runs skip it (seconds
+        # each) and tests/test_run_repeat.py checks it with DUPLEXEVAL_RUN_REPORT=1.
+        mp.setenv("DUPLEXEVAL_RUN_REPORT", "0")
         yield
 
 

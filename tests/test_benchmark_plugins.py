@@ -77,6 +77,15 @@ def test_a_third_benchmark_runs_end_to_end_as_one_package_and_its_specs(tmp_path
     assert "silent/toy-tones: speech_frames=0.0 (0/30)" in rescored.stdout
     assert (run / "silent" / "toy-tones" / "results.json").read_bytes() == before
 
+    # The report gives the family its own section, though toybench has no report code (issue 27 item 3).
+    reported = duplexeval(["report", str(run)], plugin_site=site)
+    assert reported.returncode == 0, reported.stdout + reported.stderr
+    html = (run / "report.html").read_text(encoding="utf-8")
+    section = html.split('<section class="family" id="family-toybench">', 1)[1].split("</section>", 1)[0]
+    assert "toy-tones: speech_frames" in section
+    assert '<span class="v">0.0000</span> <span class="nd">0/30</span>' in section   # silent
+    assert r"\section*{toybench}" in (run / "report.tex").read_text(encoding="utf-8")
+
 
 def test_running_a_family_whose_plug_in_is_not_installed_is_an_error_naming_the_spec(tmp_path):
     ran = duplexeval(["run", "--suite", "toy", "--runs-dir", str(tmp_path / "runs")], plugin_site=None)

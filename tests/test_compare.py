@@ -156,3 +156,18 @@ def test_start_outcome_counts_are_read_from_the_metric(tmp_path: Path) -> None:
                                           "field": "outcomes.already_speaking"}}])
     rows = compare_run(load_run(run), load_golden(path))
     assert [(r.status, r.got) for r in rows] == [(OK, 1900.0), (OK, 9.0)]
+
+
+def test_a_cell_of_another_judge_is_missing_never_compared(tmp_path: Path) -> None:
+    """Table 17 is Gemini's text reference; a run's offline text reference is another measurement."""
+    from duplexeval.io import atomic_write_json
+
+    run_dir = tmp_path / "run"
+    atomic_write_json(run_dir / "text-reference" / "mpe-explicit" / "results.json",
+                      {"model": "text-reference", "benchmark": "mpe-explicit",
+                       "judges": {"text_reference": "mpe-text-reference-offline"},
+                       "metrics": {"response": {"value": 0.947, "numerator": 1894, "denominator": 2000}}})
+    rows = {r.cell_id: r for r in compare_run(load_run(run_dir), load_golden(golden_dir() / "duplex-mpe.yaml"))}
+    row = rows["mpe.t17.gemini.explicit.response"]
+    assert row.status == MISSING and row.got is None
+    assert "judged by mpe-text-reference-offline, the cell by mpe-text-reference-gemini" in row.note

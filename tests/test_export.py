@@ -60,3 +60,20 @@ def test_export_formats_give_the_same_rows(tmp_path: Path) -> None:
 def test_export_of_an_empty_folder_is_a_clear_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["export", str(tmp_path)])
     assert res.exit_code == 2 and "no results.json" in res.output
+
+
+def test_counts_are_written_as_integers(tmp_path) -> None:
+    """Issue 28: export wrote counts as floats (`3.0`) once a column held a missing value."""
+    from duplexeval.io import atomic_write_json
+    from duplexeval.results import load
+
+    run = tmp_path / "run"
+    atomic_write_json(run / "m" / "b" / "results.json",
+                      {"benchmark": "b", "metrics": {"rate": {"value": 0.5, "numerator": 3, "denominator": 6},
+                                                     "mean": {"value": 2.0}}})
+    csv = load(run).to_csv(index=False)
+    assert ",0.5,3,6," in csv and "3.0" not in csv and "6.0" not in csv
+    atomic_write_json(run / "m" / "q" / "results.json",
+                      {"benchmark": "q", "metrics": {"score": {"value": 3.17, "numerator": 9.51, "denominator": 3}}})
+    csv = load(run).to_csv(index=False)
+    assert ",0.5,3,6," in csv and ",9.51,3," in csv

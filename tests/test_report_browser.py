@@ -99,3 +99,27 @@ def test_planted_script_in_a_transcript_does_not_run(page) -> None:
     text = page.inner_text("#records-body")
     assert HOSTILE_HTML in text  # shown as text, not parsed as markup
     assert page.locator("#records-body script").count() == 0
+
+
+def test_a_table_3_cell_leads_to_its_records_then_to_an_item_whose_audio_plays(page) -> None:
+    """Issue 28 item 2: from a number to its audio in two clicks."""
+    link = page.locator('#paper-mpe-t3 a.records-link[data-model="oracle"][data-benchmark="mpe-explicit"]'
+                        '[data-metric="start"]')
+    link.click()
+    assert page.input_value("#f-model") == "oracle" and page.input_value("#f-benchmark") == "mpe-explicit"
+    assert page.input_value("#f-metric") == "start"
+    rows = page.locator("#records-body tr")
+    assert rows.count() >= 1
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td")
+        assert [cells.nth(k).inner_text() for k in (0, 1, 3)] == ["oracle", "mpe-explicit", "start"]
+    rows.first.click()
+    page.wait_for_selector("#item-view:not([hidden])")
+    assert "channel 1" in page.inner_text("#channels")  # the item view names the channels
+    page.wait_for_function("() => document.getElementById('player').readyState >= 1", timeout=15000)
+    start = page.evaluate("document.getElementById('player').currentTime")
+    assert abs(start - 9.0) < 0.05, start   # seeked to the Start window [9.0, 14.0]
+    page.evaluate("document.getElementById('player').play()")
+    page.wait_for_function(f"() => document.getElementById('player').currentTime > {start} + 0.2", timeout=15000)
+    page.screenshot(path=str(ARTIFACTS / "table-cell-to-audio.png"))
+    assert not page.errors, page.errors

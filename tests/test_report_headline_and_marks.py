@@ -31,7 +31,8 @@ def _run(tmp_path: Path, error: int = 0) -> Path:
 
 def _other(tmp_path: Path, error: int = 0) -> tuple[dict, str, str]:
     context = build_context(ReportInputs(run=load_run(_run(tmp_path, error))))
-    return context["mtr_main"]["other"], render_html(context), render_latex(context)
+    (mtr,) = [s for s in context["sections"] if s.family == "mtr-duplexbench"]  # the family's own section
+    return mtr.data["mtr_main"]["other"], render_html(context), render_latex(context)
 
 
 def test_quality_shows_its_score_and_safety_its_refusal_rate_never_error(tmp_path):

@@ -146,8 +146,8 @@ def test_latex_follows_the_html_first_screen(report) -> None:
                                     "MTR-DuplexBench main table", r"\section*{Details}", r"\subsection*{Judges and ASR}",
                                     "every metric per round", r"\subsection*{Paper arithmetic}")]
     assert order == sorted(order)
-    assert r"moshi & \shortstack[r]{100.0 $\rightarrow$ 90.0\\{\footnotesize 10/10 $\rightarrow$ 90/100}}" in tex
-    assert r"{\footnotesize golden}" in tex and r"\textcolor{within}{$\Delta$+0}" in tex  # silent: embedded.yaml
+    assert r"moshi & 100.0 {\tiny(10/10)} & 90.0 {\tiny(90/100)}" in tex  # one value per cell: round 1, rounds 1-10
+    assert r"{\footnotesize golden: embedded}" in tex and r"\textcolor{within}{$\Delta$+0}" in tex  # silent: embedded.yaml
 
 
 def test_latex_mtr_ablation_golden_and_caveat_escape_and_compile(report, tmp_path: Path) -> None:
@@ -160,13 +160,17 @@ def test_latex_mtr_ablation_golden_and_caveat_escape_and_compile(report, tmp_pat
            "tolerance": 0.05, "unit": "percent", "paper": "mtr"}
     cell = {"metric": "success", "r1": m(9, 10), "mean": m(80, 100), "mean_key": "1-10", "latency": {"value": 0.61, "denominator": 80},
             "no_response": m(2, 100), "pub_r1": pub, "pub_mean": {**pub, "within": True, "delta": 0.01}}
-    context["mtr_main"]["ablation"] = {"columns": [{"id": "mtr-combo-s", "label": "S"}],
-                                       "rows": [{"model": bad, "cells": {"mtr-combo-s": cell}, "published": True}]}
+    (mtr,) = [s for s in context["sections"] if s.family == "mtr-duplexbench"]
+    mtr.data["mtr_main"]["ablation"] = {"columns": [{"id": "mtr-combo-s", "label": "S"}],
+                                       "rows": [{"model": bad, "cells": {"mtr-combo-s": cell}, "published": True,
+                                                 "golden_source": "mtr-duplexbench", "timing": True}]}
     context["caveats"] = {bad: "random tiny weights {}"}
     tex = render_latex(context)
     assert r"\input{x}" not in tex and r"m\_1 \textbackslash{}input\{x\} \& 50\%\textsuperscript{\dag}" in tex
-    assert r"85.5 \textcolor{outside}{$\Delta$-3.2} $\rightarrow$ 85.5 \textcolor{within}{$\Delta$+0.01}" in tex
-    assert "latency 0.61 s (n=80)" in tex and "no response 2/100" in tex
+    assert (r"{\footnotesize golden: mtr-duplexbench} & {\footnotesize 85.5 \textcolor{outside}{$\Delta$-3.2}} & "
+            r"{\footnotesize 85.5 \textcolor{within}{$\Delta$+0.01}} \\") in tex   # one golden value per cell
+    assert r"\shortstack" not in tex.split("Combination ablation")[1].split(r"\end{longtable}")[0]
+    assert r"0.61 {\tiny(n=80)} & 2/100" in tex   # latency and no-response in their own table
     assert tex.index("Combination ablation") < tex.index(r"\section*{Details}")
     engine = shutil.which("pdflatex") or shutil.which("lualatex")
     if engine is None:

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     import click
 
     from duplexeval.executors.base import JobPlan
+    from duplexeval.reports.golden import Golden
+    from duplexeval.reports.paper_arithmetic import ArithmeticRow
+    from duplexeval.reports.sections import ReportSection, SectionInputs
     from duplexeval.runs.plan import Job
 
 ItemProgress = Callable[[int, int, str], None]   # (done, total, item id), as score_bench_dir takes it
@@ -52,6 +55,24 @@ class Benchmark(ABC):
                   progress: Callable[[str], None]) -> None:
         """Outputs of the run that belong to the benchmark, not to one model (e.g. Duplex-MPE's
         text-only reference). `jobs` are this family's jobs of the run, planned or not."""
+
+    def report_sections(self, inputs: SectionInputs) -> list[ReportSection] | None:
+        """The family's part of the report (duplexeval/reports/sections.py): its tables, charts,
+        statistics and its papers' tables as published. None (the default): the report shows
+        every metric of the family's results in a generic table, so a plug-in that never
+        heard of reports still appears in one."""
+        return None
+
+    def report_item(self, bench_dir: Path, item_id: str) -> dict[str, Any] | None:
+        """What the report's item view draws beyond events.jsonl: {"turns": [{start, end, speaker,
+        label, text}], "window": [start, end]} on the recording's time axis; None (the default)
+        when events.jsonl says it all."""
+        return None
+
+    def paper_arithmetic(self, papers: dict[str, Golden]) -> list[ArithmeticRow]:
+        """The family's half of `paper-check`: published numbers re-derived from the paper's own
+        counts (`papers`: paper id -> golden file). Empty for a family without a paper."""
+        return []
 
     def commands(self) -> list[click.Command]:
         """Click commands the family adds to `duplexeval` (e.g. `scenes`, `mtr`)."""

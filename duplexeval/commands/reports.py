@@ -17,7 +17,7 @@ import click
 from duplexeval.commands import CommandError
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 from duplexeval.reports.compare import compare_run, counts, failed, format_diff
-from duplexeval.reports.golden import golden_files, load_golden
+from duplexeval.reports.golden import golden_files, load_golden, suite_golden_paths
 from duplexeval.reports.run_dir import load_run
 from duplexeval.specs.errors import SpecErrors
 
@@ -42,8 +42,8 @@ def _load_goldens(paths: tuple[str, ...]):
 
 @click.command("compare")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--golden", "golden_paths", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Golden YAML file (repeatable), e.g. golden/embedded.yaml.")
+@click.option("--golden", "golden_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Golden YAML file (repeatable), e.g. golden/embedded.yaml; default: the run's suite's `golden:`.")
 @click.option("--strict", is_flag=True, help="A golden cell the run does not contain counts as a failure.")
 @click.option("--tolerance", type=float, default=None,
               help="Absolute tolerance for every cell, replacing the golden file's (e.g. for a re-run of a model).")
@@ -63,6 +63,9 @@ def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, 
         raise click.BadParameter(f"{tolerance} is not a finite number >= 0", param_hint="--tolerance")
     damaged = verified(run_dir, allow_damaged)
     run = load_run(run_dir)
+    golden_paths = golden_paths or tuple(str(p) for p in suite_golden_paths(run.manifest))
+    if not golden_paths:
+        raise click.UsageError("the run names no suite with golden files: pass --golden FILE")
     any_failed = False
     all_rows = {}
     for golden in _load_goldens(golden_paths):
@@ -123,29 +126,43 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
 @click.option("--format", "formats", default="html,latex", show_default=True,
               help="Comma-separated: html, latex.")
 @click.option("--golden", "golden_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Golden file(s) whose diff goes into the report (repeatable).")
+              help="Golden file(s) whose diff goes into the report (repeatable); default: the run's suite's "
+                   "`golden:` (the papers' golden files give the published rows of the paper tables either way).")
 @click.option("--no-paper-arithmetic", is_flag=True, help="Leave the paper arithmetic table out.")
 @click.option("--item", default=None, help="Item id for the scene timeline (default: the first item with windows).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for report.html / report.tex (default: RUN_DIR).")
 @click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW", help="As for compare.")
+@click.option("--pdf", is_flag=True, help="Also compile report.tex to report.pdf (latexmk, else pdflatex rerun "
+              "until longtable's column widths settle).")
 @allow_damaged_option
 def report_command(run_dir: Path, formats: str, golden_paths: tuple[str, ...], no_paper_arithmetic: bool,
-                   item: str | None, out_dir: Path | None, aliases: tuple[str, ...], allow_damaged: bool) -> None:
+                   item: str | None, out_dir: Path | None, aliases: tuple[str, ...], pdf: bool,
+                   allow_damaged: bool) -> None:
     """Write report.html (self-contained) and report.tex (booktabs) for RUN_DIR.
 
     The run is verified first: a damaged run is refused (exit 2) unless --allow-damaged,
     which states the damage at the top of every page."""
     from duplexeval.reports.render import write_report
 
-    _load_goldens(golden_paths)  # fail early, with file:line, before rendering anything
     damaged = verified(run_dir, allow_damaged)
+    golden_paths = golden_paths or tuple(str(p) for p in suite_golden_paths(load_run(run_dir).manifest))
+    _load_goldens(golden_paths)  # fail early, with file:line, before rendering anything
     wanted = [f.strip() for f in formats.split(",") if f.strip()]
+    if pdf and "latex" not in wanted:
+        wanted.append("latex")
     try:
         written = write_report(run_dir, formats=wanted, golden_paths=golden_paths, with_arithmetic=not no_paper_arithmetic,
                                item=item, out_dir=out_dir, aliases=_aliases(aliases), damaged=damaged)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if pdf:
+        from duplexeval.reports.pdf import PdfError, compile_pdf
+
+        try:
+            written["pdf"] = compile_pdf(written["latex"])
+        except PdfError as exc:
+            raise CommandError(str(exc)) from None
     for fmt, path in written.items():
         click.echo(f"{fmt}: {path}")
 

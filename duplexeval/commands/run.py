@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -14,6 +13,7 @@ from duplexeval.commands.runner import backend_options
 from duplexeval.io import atomic_write_json
 from duplexeval.executors.core import UnitFailed
 from duplexeval.runner.errors import ModelStartError, RunConfigMismatch
+from duplexeval.runs.run_name import default_run_id, fresh_run_id
 from duplexeval.specs import Registry, SpecErrors, UnknownSpecError
 
 
@@ -61,7 +61,7 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
         raise FileNotFoundError(missing)
     seed = int(suite.get("seed", 0))
     limit = limit or suite.get("limit")
-    run_id = run_id or f"{suite_id}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+    run_id = run_id or default_run_id(suite_id, models, benchmarks)
     run_dir = runs_dir / run_id
     planned = with_runner(planned, run_id, backend, endpoint, max_sessions)
     if price_per_minute is not None or max_cost is not None:
@@ -180,6 +180,11 @@ class ItemBar:
 @click.option("--benchmarks", help="Comma-separated benchmark ids (default: all of the suite's).")
 @click.option("--run-id", callback=run_id_name,
               help="Resume or name a run (a name, not a path); finished items of the same run are reused.")
+@click.option("--new", "fresh", is_flag=True,
+              help="A fresh run: the default run id with the time appended (the default id resumes).")
+@click.option("--report/--no-report", "with_report", default=True, show_default=True,
+              envvar="DUPLEXEVAL_RUN_REPORT",
+              help="Write report.html and report.tex into the run folder at the end.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
 @click.option("--clock", type=click.Choice(["lockstep", "realtime"]), help="Override the suite's clock.")
@@ -191,15 +196,21 @@ class ItemBar:
               "would cross this cost (its items are redone by a resume with a higher limit).")
 @backend_options
 @executor_options
-def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, dry_run, price_per_minute, max_cost, backend,
-        endpoint, executor, jobs, ray_address, max_sessions) -> None:
+def run(suite_id, models, benchmarks, run_id, fresh, with_report, runs_dir, limit, clock, dry_run, price_per_minute,
+        max_cost, backend, endpoint, executor, jobs, ray_address, max_sessions) -> None:
     """Run a suite: every (model x benchmark) job through the runner, then score it.
 
-    Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json);
-    re-running with the same --run-id resumes, redoing only unfinished items. Exit 4 when
+    Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json), and
+    the report in RUNS_DIR/RUN_ID/report.html and report.tex. The default RUN_ID is derived
+    from the suite and the --models/--benchmarks selection, so repeating a command resumes it,
+    redoing only unfinished items; --new starts a fresh run. Exit 4 when
     any item errored (after writing everything; one line per job with its error codes).
     """
     check_options(backend, endpoint, executor, jobs, ray_address)
+    if fresh and run_id:
+        raise click.UsageError("--new and --run-id both name the run: give one")
+    if fresh:
+        run_id = fresh_run_id(suite_id, _split(models), _split(benchmarks))
     if dry_run:
         from duplexeval.realtime.cost import dry_run_lines
 
@@ -219,8 +230,34 @@ def run(suite_id, models, benchmarks, run_id, runs_dir, limit, clock, dry_run, p
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     _print_results(outcomes)
+    print_unfilled(outcomes, limit)
     click.echo(f"results: {run_dir}")
+    if with_report:
+        write_run_report(run_dir)
     exit_if_items_errored(outcomes)
+
+
+def write_run_report(run_dir: Path) -> None:
+    """report.html and report.tex of the finished run, compared with its suite's golden files;
+    a report that fails to render says so and leaves the run's results (and exit code) alone."""
+    from duplexeval.reports.golden import suite_golden_paths
+    from duplexeval.reports.render import write_report
+    from duplexeval.reports.run_dir import load_run
+
+    try:
+        written = write_report(run_dir, golden_paths=suite_golden_paths(load_run(run_dir).manifest))
+    except Exception as exc:  # noqa: BLE001 - the run is written; the report is a view of it
+        click.echo(f"report not written ({type(exc).__name__}: {exc}); try `duplexeval report {run_dir}`", err=True)
+        return
+    click.echo(f"report: {written['html']} (LaTeX: {written['latex']}; PDF: duplexeval report {run_dir} --pdf)")
+
+
+def print_unfilled(outcomes, limit: int | None) -> None:
+    """One line naming the benchmarks --limit (or the data) left empty; each job's reason is on its line above."""
+    benches = sorted({o.job.benchmark.id for o in outcomes if o.results is None})
+    if benches:
+        head = f"with --limit {limit}, " if limit else ""
+        click.echo(f"{head}{len(benches)} benchmark(s) not filled (reasons above): {', '.join(benches)}")
 
 
 def check_options(backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None) -> None:
@@ -250,6 +287,15 @@ def exit_if_items_errored(outcomes) -> None:
         sys.exit(ITEMS_ERRORED)
 
 
+def outcome_counts(metric: dict) -> str:
+    """Every outcome behind a metric, e.g. ' [already_speaking 9, no_response 1, success 0]': a
+    rate alone hides why the units failed (issue 28: 'success 0/10' hid 9 already_speaking)."""
+    counts = metric.get("outcomes")
+    if not isinstance(counts, dict) or not counts:
+        return ""
+    return " [" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + "]"
+
+
 def _print_results(outcomes) -> None:
     for o in outcomes:
         if o.results is None:
@@ -263,7 +309,7 @@ def _print_results(outcomes) -> None:
             value = "n/r" if m.get("value") is None else f"{m['value']:.3f}"
             lost = (m.get("outcomes") or {}).get("error") if isinstance(m.get("outcomes"), dict) else None
             parts.append(f"{name} {value} ({m.get('numerator')}/{m.get('denominator')})"
-                         + (f" INCOMPLETE: {lost} error" if lost else ""))
+                         + outcome_counts(m) + (f" INCOMPLETE: {lost} error" if lost else ""))
         not_ok = sum(v for k, v in items.items() if k not in ("ok", "total") and isinstance(v, int))
         ok = items.get("ok", items["total"] - not_ok if isinstance(items.get("total"), int) else "?")
         click.echo(f"{o.job.key}: items {ok} ok, {not_ok} error; " + "; ".join(parts))

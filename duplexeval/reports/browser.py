@@ -15,12 +15,12 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from markupsafe import Markup
 
 from duplexeval.reports import charts
-from duplexeval.reports.run_dir import RunDir, item_dirs, read_events, read_records
+from duplexeval.reports.run_dir import ResultFile, RunDir, item_dirs, read_events, read_records
 
 SCRIPT = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
 MAX_RECORDS = 20000          # per report; beyond this the browser says how many it left out
@@ -46,14 +46,17 @@ def _clip(value: Any) -> str | None:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " …"
 
 
-def record_span(rec: dict[str, Any]) -> list[float] | None:
-    """A record's window in seconds: `window`, start/end spellings, an MTR record's
-    response window in its reason ("... window [2.30, 10.00]"), else its anchor."""
-    span = charts._span(rec)
+def record_span(rec: dict[str, Any], item_window: list[float] | None = None) -> list[float] | None:
+    """A record's window in seconds: `window`, start/end spellings, a response window in its
+    reason ("... window [2.30, 10.00]"), else the item's window its family gives
+    (`Benchmark.report_item`), else its anchor (a zero-width mark)."""
+    span = charts.span(rec)
     if span is None and rec.get("metric") == "stop" and isinstance(rec.get("n4r_start"), (int, float)):
         span = (float(rec["n4r_start"]), float(rec.get("n4r_end") or rec["n4r_start"]))
     if span is None and isinstance(rec.get("reason"), str) and (m := _BRACKET.search(rec["reason"])):
         span = (float(m.group(1)), float(m.group(2)))
+    if span is None and item_window:
+        span = (float(item_window[0]), float(item_window[1]))
     if span is None and isinstance(rec.get("anchor_s"), (int, float)):
         span = (float(rec["anchor_s"]), float(rec["anchor_s"]))
     return [round(span[0], 3), round(span[1], 3)] if span else None
@@ -63,11 +66,23 @@ def _verdict(passed: Any) -> str:
     return {True: "pass", False: "fail"}.get(passed, "excluded")
 
 
+def _family_items(result: ResultFile) -> Callable[[str], dict[str, Any] | None]:
+    """The family's item view (`Benchmark.report_item`) for this result's folder; nothing when it has none."""
+    from duplexeval.benchmarks.registry import plugins
+    from duplexeval.reports.sections import family_of
+
+    plugin = plugins().get(family_of(result))
+    if plugin is None:
+        return lambda item_id: None
+    return lambda item_id: plugin.report_item(result.folder, item_id)
+
+
 def browser_data(run: RunDir, max_records: int = MAX_RECORDS) -> dict[str, Any]:
     records: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}
     total = 0
     for result in run.results:
+        family_item = _family_items(result)
         recs = read_records(result)
         total += len(recs)
         dirs = {d.name: d for d in item_dirs(result)}
@@ -79,23 +94,26 @@ def browser_data(run: RunDir, max_records: int = MAX_RECORDS) -> dict[str, Any]:
             d = dirs.get(item_id)
             events = read_events(d) if d else []
             wav = d / "recording.wav" if d else None
+            extra = family_item(item_id) or {}
+            turns = charts.scene_turns(events) or extra.get("turns") or []
             items[key] = {
                 "audio": run.relative(wav).replace("\\", "/") if wav is not None and wav.is_file() else None,
                 "turns": [{"start": round(t["start"], 3), "end": round(t["end"], 3), "speaker": t.get("speaker"),
-                           "label": t.get("label"), "text": _clip(t.get("text"))} for t in charts.scene_turns(events)],
+                           "label": t.get("label"), "text": _clip(t.get("text"))} for t in turns],
                 "episodes": [[round(s, 3), round(e, 3)] for s, e in charts.speech_episodes(events, mine)],
             }
             for rec in mine:
                 if len(records) >= max_records:
                     continue
-                passed = charts._passed(rec)
+                passed = charts.passed(rec)
                 records.append({
                     "model": result.model, "benchmark": result.benchmark, "item": item_id, "key": key,
                     "metric": str(rec.get("metric") or ""), "label": rec.get("label") or rec.get("feature"),
                     "round": rec.get("round"), "outcome": rec.get("outcome"), "verdict": _verdict(passed),
                     "reason": _clip(rec.get("reason")), "transcript": _clip(rec.get("transcript")),
                     "judge": rec.get("judge_id") or rec.get("judge") or rec.get("judge_label"),
-                    "judge_reason": _clip(rec.get("judge_reason")), "span": record_span(rec),
+                    "judge_reason": _clip(rec.get("judge_reason")),
+                    "span": record_span(rec, extra.get("window")),
                 })
     for i, rec in enumerate(records):
         rec["i"] = i

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from duplexeval.reports.run_dir import ResultFile
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -25,99 +24,24 @@ class Chart:
     legend: list[dict[str, str]] = field(default_factory=list)
 
 
-def _r(x: float) -> float:
+def rounded(x: float) -> float:
     return round(x, 1)
 
 
-def _axis(chart: Chart, left: int, top: int, plot_h: int, plot_w: int, ymax: float = 1.0, label: str = "") -> None:
+def axis(chart: Chart, left: int, top: int, plot_h: int, plot_w: int, ymax: float = 1.0, label: str = "") -> None:
     """Horizontal grid lines at 0, 25, 50, 75, 100 % of ymax with their labels."""
     for i in range(5):
         frac = i / 4
-        y = _r(top + plot_h * (1 - frac))
+        y = rounded(top + plot_h * (1 - frac))
         chart.items.append({"kind": "line", "x1": left, "y1": y, "x2": left + plot_w, "y2": y, "cls": "grid"})
-        chart.items.append({"kind": "text", "x": left - 6, "y": _r(y + 4), "text": f"{ymax * frac:g}", "anchor": "end", "cls": "tick"})
+        chart.items.append({"kind": "text", "x": left - 6, "y": rounded(y + 4), "text": f"{ymax * frac:g}", "anchor": "end", "cls": "tick"})
     if label:
-        chart.items.append({"kind": "text", "x": 12, "y": _r(top + plot_h / 2), "text": label, "anchor": "middle",
+        chart.items.append({"kind": "text", "x": 12, "y": rounded(top + plot_h / 2), "text": label, "anchor": "middle",
                             "cls": "axis", "rotate": True})
 
 
-def start_presence_bars(results: list[ResultFile]) -> Chart | None:
-    """Start vs response presence, one pair of bars per model x condition.
-
-    Presence without Start is the Freeze-Omni pathology (already speaking at T end), so
-    the two are drawn side by side rather than in separate tables.
-    """
-    entries = [r for r in results if {"start", "presence"} <= set(r.metrics())]
-    if not entries:
-        return None
-    left, top, plot_h, group_w, bar_w = 56, 30, 200, 90, 30
-    width = left + group_w * len(entries) + 20
-    chart = Chart(width=width, height=top + plot_h + 70, title="Start vs response presence")
-    _axis(chart, left, top, plot_h, group_w * len(entries), label="rate")
-    for i, r in enumerate(entries):
-        x0 = left + i * group_w + 12
-        for j, (name, cls) in enumerate((("start", "bar-start"), ("presence", "bar-presence"))):
-            m = r.metrics()[name]
-            value = m.get("value")
-            if value is None and m.get("denominator"):
-                value = (m.get("numerator") or 0) / m["denominator"]
-            value = float(value or 0.0)
-            h = _r(plot_h * max(0.0, min(1.0, value)))
-            x = x0 + j * (bar_w + 4)
-            chart.items.append({"kind": "rect", "x": x, "y": _r(top + plot_h - h), "w": bar_w, "h": h, "cls": cls,
-                                "tip": f"{r.model} {r.condition or r.benchmark} {name} = {value:.4f} "
-                                       f"({m.get('numerator')}/{m.get('denominator')})"})
-            chart.items.append({"kind": "text", "x": _r(x + bar_w / 2), "y": _r(top + plot_h - h - 4),
-                                "text": f"{value:.2f}", "anchor": "middle", "cls": "val"})
-        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 16, "text": r.model,
-                            "anchor": "middle", "cls": "tick"})
-        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 30,
-                            "text": r.condition or r.benchmark, "anchor": "middle", "cls": "tick"})
-    chart.legend = [{"cls": "bar-start", "text": "Start (fresh onset within 5 s)"},
-                    {"cls": "bar-presence", "text": "presence (fresh + already speaking)"}]
-    return chart
-
-
-def _round_keys(rounds: dict[str, Any]) -> list[str]:
+def round_keys(rounds: dict[str, Any]) -> list[str]:
     return sorted((k for k in rounds if k.isdigit()), key=int)
-
-
-def round_curves(result: ResultFile) -> Chart | None:
-    """MTR per-round success curves (one line per metric); the 1-N mean as a dashed line."""
-    rounds = result.rounds()
-    keys = _round_keys(rounds)
-    if len(keys) < 2:
-        return None
-    metrics = sorted({m for k in keys for m, v in rounds[k].items() if isinstance(v, dict) and v.get("value") is not None
-                      and 0 <= v["value"] <= 1})
-    if not metrics:
-        return None
-    left, top, plot_h, plot_w = 56, 30, 180, 40 * len(keys)
-    chart = Chart(width=left + plot_w + 40, height=top + plot_h + 50,
-                  title=f"{result.model} / {result.benchmark}: per round")
-    _axis(chart, left, top, plot_h, plot_w, label="rate")
-    step = plot_w / max(1, len(keys) - 1)
-    for i, k in enumerate(keys):
-        chart.items.append({"kind": "text", "x": _r(left + i * step), "y": top + plot_h + 16, "text": k,
-                            "anchor": "middle", "cls": "tick"})
-    chart.items.append({"kind": "text", "x": _r(left + plot_w / 2), "y": top + plot_h + 34, "text": "round",
-                        "anchor": "middle", "cls": "axis"})
-    mean_key = next((k for k in rounds if "-" in k), None)
-    for n, metric in enumerate(metrics):
-        color = PALETTE[n % len(PALETTE)]
-        pts = []
-        for i, k in enumerate(keys):
-            v = (rounds[k].get(metric) or {}).get("value")
-            if v is not None:
-                pts.append(f"{_r(left + i * step)},{_r(top + plot_h * (1 - v))}")
-        chart.items.append({"kind": "polyline", "points": " ".join(pts), "color": color})
-        mean = (rounds.get(mean_key, {}).get(metric) or {}).get("value") if mean_key else None
-        if mean is not None:
-            y = _r(top + plot_h * (1 - mean))
-            chart.items.append({"kind": "line", "x1": left, "y1": y, "x2": left + plot_w, "y2": y, "cls": "mean",
-                                "color": color})
-        chart.legend.append({"color": color, "text": metric + (f" (dashed: mean {mean_key})" if mean is not None else "")})
-    return chart
 
 
 # ------------------------------------------------------------------ scene timeline
@@ -128,7 +52,7 @@ _SPEECH_ON = {"model_speech_onset", "model_onset", "speech_onset", "episode_star
 _SPEECH_OFF = {"model_speech_offset", "model_offset", "speech_offset", "episode_end"}
 
 
-def _span(row: dict[str, Any]) -> tuple[float, float] | None:
+def span(row: dict[str, Any]) -> tuple[float, float] | None:
     """A window's [start, end] in seconds, from the spellings records may use."""
     w = row.get("window")
     if isinstance(w, (list, tuple)) and len(w) == 2:
@@ -148,8 +72,8 @@ def scene_turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for e in events:
         kind = e.get("type")
         key = e.get("turn", e.get("turn_id", e.get("index")))
-        if kind == "turn" and _span(e):
-            s, t = _span(e)
+        if kind == "turn" and span(e):
+            s, t = span(e)
             turns.append({**e, "start": s, "end": t})
         elif kind in _ONSET:
             open_[key] = {**e, "start": float(e.get("t", 0.0))}
@@ -170,22 +94,22 @@ def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]])
         elif e.get("type") in _SPEECH_OFF and start is not None:
             out.append((start, float(e.get("t", start))))
             start = None
-        elif e.get("type") == "episode" and _span(e):
-            out.append(_span(e))
+        elif e.get("type") == "episode" and span(e):
+            out.append(span(e))
     for r in records:
         # Scoring records carry the speech they judged: a Shush window's `speech`, an
         # Answer's response episode as its `window`.
-        if r.get("metric") == "answer" and _span(r):
-            out.append(_span(r))
+        if r.get("metric") == "answer" and span(r):
+            out.append(span(r))
         for ep in (r.get("episodes") or []) + (r.get("speech") or []):
             if isinstance(ep, (list, tuple)) and len(ep) == 2:
                 out.append((float(ep[0]), float(ep[1])))
-            elif isinstance(ep, dict) and _span(ep):
-                out.append(_span(ep))
+            elif isinstance(ep, dict) and span(ep):
+                out.append(span(ep))
     return sorted(set(out))
 
 
-def _passed(row: dict[str, Any]) -> bool | None:
+def passed(row: dict[str, Any]) -> bool | None:
     if isinstance(row.get("passed"), bool) or ("passed" in row and row["passed"] is None):
         return row["passed"]  # None: excluded (e.g. a Stop event that was not eligible)
     outcome = row.get("outcome", row.get("verdict", row.get("pass")))
@@ -198,112 +122,3 @@ def _passed(row: dict[str, Any]) -> bool | None:
         if o in {"fail", "failed", "miss", "already_speaking", "incorrect", "intrusion"}:
             return False
     return None
-
-
-def scene_timeline(item_id: str, events: list[dict[str, Any]], records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Turns (with labels), the model's speech episodes and each window's verdict."""
-    turns = scene_turns(events)
-    episodes = speech_episodes(events, records)
-    windows = [{**r, "span": _span(r), "passed": _passed(r)} for r in records if _span(r)]
-    ends = [t["end"] for t in turns] + [e for _, e in episodes] + [w["span"][1] for w in windows]
-    if not turns and not episodes and not windows:
-        return None
-    duration = max(ends + [1.0])
-    left, width = 70, 1100
-    scale = (width - left - 20) / duration
-    x = lambda s: _r(left + s * scale)  # noqa: E731
-    lanes = {"turns": 30, "model": 80, "verdicts": 120}
-    items: list[dict[str, Any]] = []
-    for t in turns:
-        label = str(t.get("label", ""))
-        items.append({"kind": "rect", "x": x(t["start"]), "y": lanes["turns"], "w": _r(max(1.0, (t["end"] - t["start"]) * scale)),
-                      "h": 30, "cls": f"turn turn-{label.lower() or 'none'}",
-                      "tip": f"{t.get('speaker', '')} {label} {t['start']:.2f}-{t['end']:.2f} s: {t.get('text', '')}"})
-        items.append({"kind": "text", "x": _r(x(t["start"]) + 3), "y": lanes["turns"] + 19,
-                      "text": f"{t.get('speaker', '')} {label}".strip(), "anchor": "start", "cls": "turn-label"})
-    for s, e in episodes:
-        items.append({"kind": "rect", "x": x(s), "y": lanes["model"], "w": _r(max(1.0, (e - s) * scale)), "h": 22,
-                      "cls": "episode", "tip": f"model speech {s:.2f}-{e:.2f} s"})
-    for w in windows:
-        s, e = w["span"]
-        verdict = {True: "pass", False: "fail", None: "n/a"}[w["passed"]]
-        items.append({"kind": "rect", "x": x(s), "y": lanes["verdicts"], "w": _r(max(1.0, (e - s) * scale)), "h": 22,
-                      "cls": f"verdict verdict-{verdict.replace('/', '')}",
-                      "tip": f"{w.get('metric', '')} {w.get('label', '')} {verdict}: {w.get('reason', '')}"})
-    for i in range(int(duration // 10) + 1):
-        items.append({"kind": "line", "x1": x(10 * i), "y1": 22, "x2": x(10 * i), "y2": 150, "cls": "grid"})
-        items.append({"kind": "text", "x": x(10 * i), "y": 166, "text": f"{10 * i} s", "anchor": "middle", "cls": "tick"})
-    for name, y in (("turns", lanes["turns"] + 19), ("model", lanes["model"] + 15), ("verdicts", lanes["verdicts"] + 15)):
-        items.append({"kind": "text", "x": left - 8, "y": y, "text": name, "anchor": "end", "cls": "axis"})
-    chart = Chart(width=width, height=180, title=f"Scene timeline: {item_id}", items=items)
-    chart.legend = [{"cls": "turn turn-t", "text": "T turn"}, {"cls": "turn turn-n1", "text": "N1/N2/N3"},
-                    {"cls": "turn turn-n4q", "text": "N4Q/N4R"}, {"cls": "episode", "text": "model speech"},
-                    {"cls": "verdict verdict-pass", "text": "window passed"}, {"cls": "verdict verdict-fail", "text": "window failed"}]
-    return {"item": item_id, "chart": chart, "turns": turns, "episodes": episodes, "windows": windows}
-
-
-# ------------------------------------------------------------------ headline charts
-
-def stop_yield_bars(results: list[ResultFile]) -> Chart | None:
-    """Stop over eligible N4 events vs the yield rate over all N4 events, per model x condition.
-
-    A high Stop on a handful of eligible events says little; the yield rate over all N4
-    shows how often the situation arose at all (Duplex-MPE §4.4)."""
-    entries = []
-    for r in results:
-        stop = r.metrics().get("stop")
-        if not isinstance(stop, dict) or "numerator" not in stop:
-            continue
-        n4 = stop.get("n4_events")
-        allrate = (stop["numerator"] / n4) if n4 else None
-        elig = stop.get("denominator")
-        entries.append((r, (stop["numerator"] / elig) if elig else None, stop, allrate, n4))
-    if not entries:
-        return None
-    left, top, plot_h, group_w, bar_w = 56, 30, 160, 90, 30
-    chart = Chart(width=left + group_w * len(entries) + 20, height=top + plot_h + 70, title="Stop (eligible N4) vs yield over all N4")
-    _axis(chart, left, top, plot_h, group_w * len(entries), label="rate")
-    for i, (r, stop_rate, stop, allrate, n4) in enumerate(entries):
-        x0 = left + i * group_w + 12
-        for j, (value, cls, tip) in enumerate(((stop_rate, "bar-start", f"Stop {stop['numerator']}/{stop.get('denominator')} eligible"),
-                                               (allrate, "bar-presence", f"yields {stop['numerator']}/{n4} all N4"))):
-            v = float(value or 0.0)
-            h = _r(plot_h * max(0.0, min(1.0, v)))
-            x = x0 + j * (bar_w + 4)
-            chart.items.append({"kind": "rect", "x": x, "y": _r(top + plot_h - h), "w": bar_w, "h": h, "cls": cls,
-                                "tip": f"{r.model} {r.condition or r.benchmark} {tip}"})
-            chart.items.append({"kind": "text", "x": _r(x + bar_w / 2), "y": _r(top + plot_h - h - 4),
-                                "text": "–" if value is None else f"{v:.2f}", "anchor": "middle", "cls": "val"})
-        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 16, "text": r.model,
-                            "anchor": "middle", "cls": "tick"})
-        chart.items.append({"kind": "text", "x": _r(x0 + bar_w + 2), "y": top + plot_h + 30,
-                            "text": r.condition or r.benchmark, "anchor": "middle", "cls": "tick"})
-    chart.legend = [{"cls": "bar-start", "text": "Stop (yields / eligible)"},
-                    {"cls": "bar-presence", "text": "yield rate over all N4"}]
-    return chart
-
-
-def feature_curves(results: list[ResultFile]) -> list[Chart]:
-    """One chart per MTR benchmark: success per round, one line per model (the decay the paper reports)."""
-    by_bench: dict[str, list[ResultFile]] = {}
-    for r in results:
-        if len(_round_keys(r.rounds())) >= 2 and any(isinstance(v.get("success"), dict) for v in r.rounds().values()):
-            by_bench.setdefault(r.benchmark, []).append(r)
-    out = []
-    for bench, rs in sorted(by_bench.items()):
-        keys = sorted({k for r in rs for k in _round_keys(r.rounds())}, key=int)
-        left, top, plot_h, plot_w = 46, 26, 120, 26 * max(1, len(keys) - 1)
-        chart = Chart(width=left + plot_w + 30, height=top + plot_h + 44, title=f"{bench}: success per round")
-        _axis(chart, left, top, plot_h, plot_w, label="")
-        step = plot_w / max(1, len(keys) - 1)
-        for i, k in enumerate(keys):
-            chart.items.append({"kind": "text", "x": _r(left + i * step), "y": top + plot_h + 14, "text": k,
-                                "anchor": "middle", "cls": "tick"})
-        for n, r in enumerate(sorted(rs, key=lambda x: x.model)):
-            color = PALETTE[n % len(PALETTE)]
-            pts = [f"{_r(left + i * step)},{_r(top + plot_h * (1 - v))}" for i, k in enumerate(keys)
-                   if (v := ((r.rounds().get(k) or {}).get("success") or {}).get("value")) is not None]
-            chart.items.append({"kind": "polyline", "points": " ".join(pts), "color": color})
-            chart.legend.append({"color": color, "text": r.model})
-        out.append(chart)
-    return out

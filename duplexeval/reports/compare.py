@@ -139,6 +139,13 @@ def _compare_statistics(run: RunDir, cell: GoldenCell, locator: dict[str, str], 
     return DiffRow(**base, got=got, delta=delta, within_tolerance=within, status=status, source=source, note=note)
 
 
+def _judge_ids(judges: object) -> set[str]:
+    """The judge ids a results.json names (`judges: {role: id}` or `{role: {id: ...}}`)."""
+    if not isinstance(judges, dict):
+        return set()
+    return {str(v.get("id") if isinstance(v, dict) else v) for v in judges.values() if v}
+
+
 def compare_cell(run: RunDir, cell: GoldenCell, *, tolerance: float | None = None,
                  aliases: dict[str, str] | None = None, golden_name: str = "",
                  allow_incomplete: bool = False) -> DiffRow:
@@ -159,6 +166,11 @@ def compare_cell(run: RunDir, cell: GoldenCell, *, tolerance: float | None = Non
         return DiffRow(**base, got=None, delta=None, within_tolerance=False, status=AMBIGUOUS, source=paths,
                        note=f"{len(matches)} results.json match {where}; add benchmark or condition to the locator")
     result = matches[0]
+    judges = _judge_ids(result.data.get("judges"))
+    if "judge" in locator and locator["judge"] not in judges:
+        return DiffRow(**base, got=None, delta=None, within_tolerance=None, status=MISSING, source=run.relative(result.path),
+                       note=f"judged by {', '.join(sorted(judges)) or 'no judge named'}, the cell by {locator['judge']}: "
+                            "not the same measurement, not compared")
     got, note = read_field(result, locator)
     source = run.relative(result.path)
     if got is None:

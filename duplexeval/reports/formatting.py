@@ -83,65 +83,21 @@ def latex_rate(m: dict[str, Any] | None) -> LatexSafe:
 def latex_lost(m: dict[str, Any] | None) -> str:
     """The incomplete mark of a cell whose denominator lost units to item errors (issue 25)."""
     lost = (m or {}).get("lost")
-    return f" {{\\footnotesize\\textbf{{[incomplete: {_tex_num(lost, 0)} error]}}}}" if lost else ""
+    return f" {{\\footnotesize\\textbf{{[incomplete: {tex_num(lost, 0)} error]}}}}" if lost else ""
 
 
-def _tex_num(value: Any, decimals: int) -> str:
+def tex_num(value: Any, decimals: int) -> str:
     return latex_escape(fmt(value, decimals)).replace("–", "--")
-
-
-def latex_pct(m: dict[str, Any] | None) -> LatexSafe:
-    """A rate in percent, one decimal, as MTR prints it; '*' when withheld and computed from counts."""
-    if m and m.get("value") is not None:
-        return LatexSafe(_tex_num(m["value"] * 100, 1))
-    if m and m.get("denominator"):
-        return LatexSafe(_tex_num(m["numerator"] / m["denominator"] * 100, 1) + "*")
-    return LatexSafe("--")
 
 
 def latex_pub(p: dict[str, Any] | None) -> LatexSafe:
     """A published (golden) cell and its delta: green within tolerance, red outside, black unjudged."""
     if not p:
         return LatexSafe("--")
-    out = _tex_num(p.get("value"), p["decimals"] if p.get("decimals") is not None else 4)
+    out = tex_num(p.get("value"), p["decimals"] if p.get("decimals") is not None else 4)
     if p.get("delta") is not None:
         colour = {True: "within", False: "outside"}.get(p.get("within"))
         delta = latex_escape("%+.4g" % p["delta"])
         delta = f"$\\Delta${delta}"
         out += " " + (f"\\textcolor{{{colour}}}{{{delta}}}" if colour else delta)
     return LatexSafe(out)
-
-
-def latex_mtr_cell(c: dict[str, Any] | None, golden: bool = False) -> LatexSafe:
-    """One MTR main-table cell, stacked: 'r1 -> 1-N' in %, counts, latency, no-response
-    (or, with golden=True, the published 'r1 -> 1-N' pair)."""
-    if not c:
-        return LatexSafe("--")
-    if golden:
-        if not (c.get("pub_r1") or c.get("pub_mean")):
-            return LatexSafe("--")
-        return LatexSafe(f"{latex_pub(c.get('pub_r1'))} $\\rightarrow$ {latex_pub(c.get('pub_mean'))}")
-    r1, mean = c.get("r1"), c.get("mean")
-    if c.get("unit") == "score":  # a mean score (quality 0-5), not a rate: no percent, its n
-        value = lambda m: _tex_num(m.get("value"), 2) if m else "--"  # noqa: E731
-        lines = [f"{value(r1)} $\\rightarrow$ {value(mean)}"]
-        lines.append(f"n={_tex_num((r1 or {}).get('denominator'), 0)} $\\rightarrow$ "
-                     f"n={_tex_num((mean or {}).get('denominator'), 0)}")
-    else:
-        lines = [f"{latex_pct(r1)} $\\rightarrow$ {latex_pct(mean)}"]
-    if r1 and mean and c.get("unit") != "score":
-        lines.append(f"{_tex_num(r1.get('numerator'), 0)}/{_tex_num(r1.get('denominator'), 0)} $\\rightarrow$ "
-                     f"{_tex_num(mean.get('numerator'), 0)}/{_tex_num(mean.get('denominator'), 0)}")
-    lat = c.get("latency")
-    if lat and lat.get("value") is not None:
-        lines.append(f"latency {_tex_num(lat['value'], 2)} s (n={_tex_num(lat.get('denominator'), 0)})")
-    nr = c.get("no_response")
-    if nr and nr.get("numerator"):
-        lines.append(f"no response {_tex_num(nr['numerator'], 0)}/{_tex_num(nr.get('denominator'), 0)}")
-    if (r1 or {}).get("lost") or (mean or {}).get("lost"):
-        lines.append(f"\\textbf{{incomplete: {_tex_num((r1 or {}).get('lost', 0), 0)} $\\rightarrow$ "
-                     f"{_tex_num((mean or {}).get('lost', 0), 0)} error}}")
-    if len(lines) == 1:
-        return LatexSafe(lines[0])
-    small = "\\\\".join("{\\footnotesize " + x + "}" for x in lines[1:])
-    return LatexSafe(f"\\shortstack[r]{{{lines[0]}\\\\{small}}}")

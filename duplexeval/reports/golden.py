@@ -189,3 +189,20 @@ def _cell(raw: dict[str, Any], line: int) -> GoldenCell:
 def golden_files() -> list[Path]:
     """Every golden file shipped in golden/, sorted (the schema itself excluded)."""
     return sorted(golden_dir().glob("*.yaml"))
+
+
+def suite_golden_paths(manifest: dict[str, Any] | None) -> list[Path]:
+    """The golden files of the suite a run was made from (the suite spec's `golden:`, relative
+    to the repository root): what `compare` and `report` use when not told. Empty for a run
+    without a suite (`--models/--benchmarks` only) or a suite this checkout does not have."""
+    suite = ((manifest or {}).get("suite") or {})
+    suite_id = suite.get("id") if isinstance(suite, dict) else suite
+    if not suite_id:
+        return []
+    try:
+        from duplexeval.specs import default_registry
+
+        names = default_registry().get("suite", str(suite_id)).data.get("golden") or []
+    except Exception:  # an unknown suite: nothing to compare by default, never an error
+        return []
+    return [p for p in (repo_root() / str(n) for n in names) if p.is_file()]

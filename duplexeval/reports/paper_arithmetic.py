@@ -1,375 +1,34 @@
-"""Re-derive every published number that can be re-derived without running a model.
-
-The papers print rates next to (some of) their counts; recomputing one from the other
-catches a typo in golden/, a wrong denominator in our reading of a metric, or an
-inconsistency in the paper itself. Each check is one row: the golden cell it checks, the
-published value, what the arithmetic gives, and a status:
-
-- ``reproduced``: within the cell's tolerance (half a unit of the printed digit);
-- ``out of tolerance``: it should reproduce and does not: a failure;
-- ``consistent`` / ``inconsistent``: an inequality the text implies (e.g. failing
-  windows <= judged windows); ``inconsistent`` is a failure;
-- ``does not reconcile``: a known inconsistency of the papers themselves, documented
-  here with its reason. Shown in every report, never a failure, never hidden;
-- ``derived``: a number the text implies but does not print (shown for the reader);
-- ``not reproducible``: needs data the text does not give (said so, not skipped).
-
-Inputs are the golden files themselves, so editing a golden count re-runs the arithmetic.
+"""The paper arithmetic of every family (`Benchmark.paper_arithmetic`), gathered for
+`paper-check`, `reproduce` and the report. The statuses, the row and its builders live in
+duplexeval/reports/arithmetic_rows.py (re-exported here: this module's API is unchanged).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from duplexeval.reports.golden import Golden, format_number, golden_dir, load_golden
-from duplexeval.stats import mcnemar_exact
-
-REPRODUCED = "reproduced"
-OUT_OF_TOLERANCE = "out of tolerance"
-CONSISTENT = "consistent"
-INCONSISTENT = "inconsistent"
-DOES_NOT_RECONCILE = "does not reconcile"
-DERIVED = "derived"
-NOT_REPRODUCIBLE = "not reproducible"
-FAILING_STATUSES = frozenset({OUT_OF_TOLERANCE, INCONSISTENT})
+from duplexeval.reports.arithmetic_rows import (  # noqa: F401  (re-exported API)
+    CONSISTENT, DERIVED, DOES_NOT_RECONCILE, FAILING_STATUSES, INCONSISTENT, NOT_REPRODUCIBLE, OUT_OF_TOLERANCE,
+    REPRODUCED, ArithmeticRow, against, derived, inequality, known_discrepancy, mcnemar_exact_log10_p, mcnemar_exact_p,
+    not_reproducible)
+from duplexeval.reports.golden import Golden, format_number, golden_dir, golden_files, load_golden
 
 
-@dataclass(frozen=True)
-class ArithmeticRow:
-    cell_id: str
-    expected: float | None
-    got: float | None
-    delta: float | None
-    within_tolerance: bool | None
-    status: str
-    formula: str
-    note: str = ""
+def paper_arithmetic(*goldens: Golden) -> list[ArithmeticRow]:
+    """Every family's arithmetic rows, families in name order. Golden files default to golden/
+    (each by its paper id); a given file replaces the default of its paper."""
+    from duplexeval.benchmarks.registry import plugins
 
-    @property
-    def failed(self) -> bool:
-        return self.status in FAILING_STATUSES
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-# ---------------------------------------------------------------- statistics helpers
-
-def mcnemar_exact_p(b: int, c: int) -> float:
-    """Exact two-sided McNemar p: the project's one implementation (duplexeval.stats)."""
-    return mcnemar_exact(b, c).p_value
-
-
-def mcnemar_exact_log10_p(b: int, c: int) -> float:
-    """log10 of the same p, in log space: Gemini's p < 1e-371 underflows a double."""
-    n, k = b + c, min(b, c)
-    terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2) for i in range(k + 1)]
-    top = max(terms)
-    log_tail = top + math.log(sum(math.exp(t - top) for t in terms))
-    return min(0.0, (log_tail + math.log(2)) / math.log(10))
-
-
-# ---------------------------------------------------------------- row builders
-
-def against(g: Golden, cell_id: str, got: float, formula: str, note: str = "") -> ArithmeticRow:
-    """Compare arithmetic with a published cell (value +- tolerance, or bounds)."""
-    cell = g[cell_id]
-    delta, within = cell.check(got)
-    expected = cell.value if cell.value is not None else None
-    if cell.bounds is not None:
-        note = f"bounds {cell.expected_text()}" + (f"; {note}" if note else "")
-    return ArithmeticRow(cell_id, expected, got, delta, within, REPRODUCED if within else OUT_OF_TOLERANCE, formula, note)
-
-
-def known_discrepancy(g: Golden, cell_id: str, got: float, formula: str, reason: str) -> ArithmeticRow:
-    """A relation the papers break: reported with its reason whether or not it holds now."""
-    row = against(g, cell_id, got, formula)
-    if row.within_tolerance:
-        return ArithmeticRow(**{**row.as_dict(), "note": f"reconciles now (golden edited?); documented as: {reason}"})
-    return ArithmeticRow(**{**row.as_dict(), "status": DOES_NOT_RECONCILE, "note": reason})
-
-
-def inequality(cell_id: str, holds: bool, formula: str, note: str = "", got: float | None = None) -> ArithmeticRow:
-    return ArithmeticRow(cell_id, None, got, None, holds, CONSISTENT if holds else INCONSISTENT, formula, note)
-
-
-def derived(cell_id: str, got: float, formula: str, note: str) -> ArithmeticRow:
-    return ArithmeticRow(cell_id, None, got, None, None, DERIVED, formula, note)
-
-
-def not_reproducible(g: Golden, cell_id: str, reason: str) -> ArithmeticRow:
-    return ArithmeticRow(cell_id, g[cell_id].value, None, None, None, NOT_REPRODUCIBLE, "–", reason)
-
-
-# ---------------------------------------------------------------- Duplex-MPE
-
-def mpe_start_presence(g: Golden) -> list[ArithmeticRow]:
-    """Table 9: Start = fresh / T, presence = (fresh + already speaking) / T."""
-    v = g.value
-    t = v("mpe.t7.t-turns")
-    fo_fresh, fo_already = v("mpe.t9.freeze-omni.fresh"), v("mpe.t9.freeze-omni.already-speaking")
-    flm_present, flm_already = v("mpe.s41.flm-audio.answer-presence"), v("mpe.t9.flm-audio.already-speaking")
-    mc_present = v("mpe.t9.minicpm-o.presence-count")
-    mc_fresh = round(v("mpe.t3.minicpm-o.explicit.start") * t)
-    return [
-        against(g, "mpe.t9.freeze-omni.start", fo_fresh / t, f"{fo_fresh:g} fresh / {t:g} T"),
-        against(g, "mpe.t3.freeze-omni.explicit.presence", (fo_fresh + fo_already) / t,
-                f"({fo_fresh:g} fresh + {fo_already:g} already) / {t:g}"),
-        derived("mpe.t9.freeze-omni.miss", t - fo_fresh - fo_already, f"{t:g} - {fo_fresh:g} - {fo_already:g}",
-                "T turns with no speech at all (miss)"),
-        against(g, "mpe.t9.flm-audio.presence", flm_present / t, f"{flm_present:g} spoke (§4.1) / {t:g}",
-                "Table 9's presence agrees with §4.1's 1,901 requests with speech"),
-        against(g, "mpe.t9.flm-audio.start", (flm_present - flm_already) / t,
-                f"({flm_present:g} present - {flm_already:g} already) / {t:g}"),
-        derived("mpe.t9.minicpm-o.presence", mc_present / t, f"{mc_present:g} / {t:g}",
-                "MiniCPM-o's presence rate is not printed in the text; its count is"),
-        derived("mpe.t9.minicpm-o.already-speaking", mc_present - mc_fresh,
-                f"{mc_present:g} present - {mc_fresh} fresh (0.9500 x {t:g})", "implied already-speaking count"),
-    ]
-
-
-def mpe_answer(g: Golden) -> list[ArithmeticRow]:
-    """Answer = correct / T turns with speech (response presence), Table 3 / §4.1."""
-    v = g.value
-    mc_correct, mc_present = v("mpe.derived.minicpm-o.answer-correct"), v("mpe.t9.minicpm-o.presence-count")
-    flm_correct, flm_present = v("mpe.s41.flm-audio.answer-correct"), v("mpe.s41.flm-audio.answer-presence")
-    return [
-        against(g, "mpe.t3.minicpm-o.explicit.answer", mc_correct / mc_present, f"{mc_correct:g} / {mc_present:g}",
-                "903 is the lesson's own arithmetic (0.4730 x 1,909): this shows an integer count exists"),
-        against(g, "mpe.t3.flm-audio.explicit.answer", flm_correct / flm_present, f"{flm_correct:g} / {flm_present:g}",
-                "'the other four score 0.0123 or less'"),
-        against(g, "mpe.s41.flm-audio.answer", round(flm_correct / flm_present, 6), f"{flm_correct:g} / {flm_present:g}",
-                "FLM-Audio's Answer as results.json holds it (6 decimals), not only Table 3's bound"),
-    ]
-
-
-def mpe_stop(g: Golden) -> list[ArithmeticRow]:
-    """Stop = yields / eligible (Table 15); the lesson's yields / all N4 (Table 7)."""
-    v = g.value
-    n4 = v("mpe.t7.n4-events")
-    vo_y, vo_e = v("mpe.t15.voila.yields"), v("mpe.t14.voila.eligible")
-    mc_y, mc_e = v("mpe.t15.minicpm-o.yields"), v("mpe.t15.minicpm-o.eligible")
-    minimum = v("mpe.param.stop-min-events")
-    fo_e = v("mpe.s43.freeze-omni.explicit.stop-eligible")
-    vo_first = v("mpe.t14.voila.first-speaks-after-question")
-    return [
-        against(g, "mpe.t3.voila.explicit.stop", vo_y / vo_e, f"{vo_y:g} / {vo_e:g}"),
-        against(g, "mpe.t3.minicpm-o.explicit.stop", mc_y / mc_e, f"{mc_y:g} / {mc_e:g}"),
-        against(g, "mpe.derived.voila.yield-over-all-n4", 100 * vo_y / n4, f"100 x {vo_y:g} / {n4:g} N4"),
-        against(g, "mpe.derived.minicpm-o.yield-over-all-n4", 100 * mc_y / n4, f"100 x {mc_y:g} / {n4:g} N4"),
-        inequality("mpe.t14.voila.eligible", vo_e <= vo_first <= n4, f"{vo_e:g} eligible <= {vo_first:g} first-speaks <= {n4:g} N4",
-                   "eligible events are a subset of those where Voila first speaks after the question"),
-        inequality("mpe.param.stop-min-events", vo_e >= minimum and mc_e >= minimum and fo_e < minimum,
-                   f"Voila {vo_e:g}, MiniCPM-o {mc_e:g} >= {minimum:g} > Freeze-Omni {fo_e:g}",
-                   "the 30-event rule explains which Stop cells Table 3 prints"),
-    ]
-
-
-def mpe_mcnemar(g: Golden) -> list[ArithmeticRow]:
-    """Table 16: exact McNemar p and the explicit-minus-implicit gap, from the split."""
-    v = g.value
-    pairs = v("mpe.t7.t-turns")
-    rows = []
-    for model in ("minicpm-o", "voila"):
-        b, c = int(v(f"mpe.t16.{model}.explicit-only")), int(v(f"mpe.t16.{model}.implicit-only"))
-        rows.append(against(g, f"mpe.t16.{model}.p", mcnemar_exact_p(b, c), f"binomial two-sided, {min(b, c)} of {b + c}, p=1/2"))
-    gaps = {m: 100 * (v(f"mpe.t16.{m}.explicit-only") - v(f"mpe.t16.{m}.implicit-only")) / pairs for m in ("minicpm-o", "voila")}
-    rows.append(against(g, "mpe.t16.max-explicit-minus-implicit", gaps["minicpm-o"], f"100 x (90 - 78) / {pairs:g} pairs",
-                        "the +0.60 end of the range is MiniCPM-o's split"))
-    rows.append(against(g, "mpe.t16.min-explicit-minus-implicit", gaps["voila"], f"100 x (395 - 430) / {pairs:g} pairs",
-                        "the -1.75 end of the range is Voila's split"))
-    return rows
-
-
-def mpe_text_reference(g: Golden) -> list[ArithmeticRow]:
-    """Table 17 / §4.2: Gemini's 64.3-point gap and the bound p < 1e-371."""
-    v = g.value
-    pairs = int(v("mpe.t7.t-turns"))
-    explicit, implicit = v("mpe.t17.gemini.explicit.response"), v("mpe.t17.gemini.implicit.response")
-    gap = round(explicit * pairs) - round(implicit * pairs)  # 1894 - 608: discordant b - c
-    floor = mcnemar_exact_log10_p(gap, 0)
-    bound = g["mpe.s42.gemini.log10-p"].bounds["max"]
-    c_max = 0
-    while mcnemar_exact_log10_p(gap + c_max + 1, c_max + 1) < bound:
-        c_max += 1
-    return [
-        against(g, "mpe.s42.gemini.gap", 100 * (explicit - implicit), f"100 x ({explicit} - {implicit})"),
-        inequality("mpe.s42.gemini.log10-p", floor < bound, f"smallest attainable log10 p = {floor:.1f} (b={gap}, c=0)",
-                   f"p < 1e{bound:g} is attainable: it holds iff at most {c_max} pairs responded to implicit only "
-                   f"(b - c = {gap} fixed by the two rates over {pairs} pairs)", got=floor),
-    ]
-
-
-def mpe_shush(g: Golden) -> list[ArithmeticRow]:
-    """Shush = silent-or-backchannel windows / all windows (Table 19); VAD-gated bounds."""
-    v = g.value
-    windows = v("mpe.t19.silence-windows")
-    mc = g["mpe.t3.minicpm-o.explicit.shush"]
-    vo = g["mpe.t3.voila.explicit.shush"]
-    mc_fail = (windows - mc.numerator_range[1], windows - mc.numerator_range[0])
-    vo_fail = (windows - vo.numerator_range[1], windows - vo.numerator_range[0])
-    judged, empty = v("mpe.t10.minicpm-o.explicit.windows-judged"), v("mpe.t10.voila.empty-asr-windows")
-    rows = [
-        derived("mpe.s41.freeze-omni.explicit.shush-windows-kept", v("mpe.s41.freeze-omni.explicit.shush-windows-kept") / windows,
-                f"5 / {windows:g}", "Freeze-Omni's Shush rate (printed value not quoted; 0.0002)"),
-        inequality("mpe.t10.minicpm-o.explicit.windows-judged", mc_fail[1] <= judged,
-                   f"failed windows {mc_fail[0]:g}-{mc_fail[1]:g} <= {judged:g} judged",
-                   "VAD-gated judging: only windows with speech can fail, so failures <= windows that reached the judge"),
-        inequality("mpe.t10.voila.empty-asr-windows", vo_fail[0] >= empty,
-                   f"failed windows {vo_fail[0]:g}-{vo_fail[1]:g} >= {empty:g} empty-ASR windows",
-                   "empty-ASR windows fail, so they are among the failures"),
-    ]
-    for cell in ("mpe.t3.minicpm-o.explicit.shush", "mpe.t3.voila.explicit.shush", "mpe.t3.flm-audio.explicit.shush",
-                 "mpe.t3.moshi.explicit.shush"):
-        lo, hi = g[cell].numerator_range
-        rows.append(inequality(cell, all(abs(k / windows - g.value(cell)) <= g[cell].tolerance for k in (lo, hi)),
-                               f"{lo}/{windows:g} .. {hi}/{windows:g}", "both integer numerators round to the printed rate"))
-    fail_pct = 100 * (1 - mc.value)
-    per_scene = windows / v("mpe.t7.t-turns")
-    scenes_per_hour = 3600 / v("mpe.t6.scene-seconds")
-    rows += [
-        against(g, "mpe.derived.minicpm-o.shush-fail-percent", fail_pct, f"100 x (1 - {mc.value})"),
-        against(g, "mpe.derived.windows-per-scene", per_scene, f"{windows:g} windows / {v('mpe.t7.t-turns'):g} scenes"),
-        against(g, "mpe.derived.minicpm-o.intrusions-per-hour", scenes_per_hour * per_scene * fail_pct / 100,
-                f"3600 / {v('mpe.t6.scene-seconds')} s x {per_scene:.2f} windows x {fail_pct:.2f} %"),
-    ]
-    return rows
-
-
-def mpe_dataset(g: Golden) -> list[ArithmeticRow]:
-    """Table 7 / App. A2: the dataset counts against each other."""
-    v = g.value
-    t, windows, n4 = v("mpe.t7.t-turns"), v("mpe.t19.silence-windows"), v("mpe.t7.n4-events")
-    only_t, before = v("mpe.a24.pairs-only-t-changed"), v("mpe.a24.pairs-turn-before-changed")
-    return [
-        against(g, "mpe.t7.turns", t + windows + 2 * n4, f"{t:g} T + {windows:g} N1-N3 + 2 x {n4:g} (N4Q + N4R)",
-                "every turn is T, a silence window, or half of an N4 event: Table 7's 1,911 N4 events fit exactly"),
-        against(g, "mpe.s33.conversations", 2 * t, f"2 conditions x {t:g} scenes"),
-        against(g, "mpe.t7.t-turns", only_t + before, f"{only_t:g} only-T pairs + {before:g} turn-before pairs"),
-        known_discrepancy(
-            g, "mpe.a22.scenes-with-n4-after-t", n4, f"{n4:g} N4 events per condition (Table 7)",
-            f"App. A2.2 says 968 scenarios have an N4 event after T, yet Table 7 counts {n4:g} N4 events per "
-            f"condition over {t:g} scenes, and Table 7's turn total (26,182) only adds up with {n4:g} N4Q+N4R pairs. "
-            f"The other {n4 - 968:g} N4 events would have to come before T or be second N4s in a scene; the text "
-            "describes neither (its example scene has one N4, after T)."),
-        known_discrepancy(
-            g, "mpe.a24.pairs-differ-beyond-t", before, f"{before:g} pairs changed the turn before T (App. A2.4)",
-            f"App. A2.4 says {only_t:g} pairs changed only T and {before:g} also changed the turn before (sum {only_t + before:g}), "
-            "but §4.2 / App. A2.4 also say 339 pairs differ beyond T. Both cannot count the same thing; the 339 "
-            "may count differences the rewrite did not intend (e.g. re-synthesised audio), which the text does not say."),
-        against(g, "mpe.t4.turns", 1 + 2 + v("mpe.t4.silence-turns"), "1 T + N4Q + N4R + 10 silence turns",
-                "the example scene's labels add up (Table 4)"),
-    ]
-
-
-def mpe_rankings(g: Golden) -> list[ArithmeticRow]:
-    """§4.5 and Table 3 claims that need numbers the text does not print."""
-    v = g.value
-    mc_shush = v("mpe.t3.minicpm-o.explicit.shush")
-    other_shush = [v("mpe.t3.voila.explicit.shush"), v("mpe.t3.flm-audio.explicit.shush"), v("mpe.t3.moshi.explicit.shush"),
-                   v("mpe.s41.freeze-omni.explicit.shush-windows-kept") / v("mpe.t19.silence-windows")]
-    leads = (mc_shush > max(other_shush)
-             and v("mpe.t3.minicpm-o.explicit.answer") > g["mpe.t3.voila.explicit.answer"].bounds["max"]
-             and v("mpe.t3.minicpm-o.explicit.start") > max(v("mpe.t9.flm-audio.start"), v("mpe.t9.freeze-omni.start"))
-             and v("mpe.t3.voila.explicit.stop") > v("mpe.t3.minicpm-o.explicit.stop"))
-    return [
-        inequality("mpe.t3.minicpm-o.leads", leads, "Shush, Answer, Start above every quoted rival; Voila's Stop above MiniCPM-o's",
-                   "partial: Voila's and Moshi's Start are not quoted"),
-        not_reproducible(g, "mpe.s45.spearman-presence-start",
-                         "needs presence and Start for all ten model x condition entries; the text gives both for "
-                         "three explicit entries only (Freeze-Omni, FLM-Audio, MiniCPM-o)"),
-        not_reproducible(g, "mpe.t3.max-explicit-implicit-shift", "Table 3's implicit column is not quoted"),
-    ]
-
-
-# ---------------------------------------------------------------- MTR-DuplexBench
-
-FEATURES = ("smooth", "interruption", "pause", "background")
-MTR_MODELS = ("moshi", "freeze-omni", "vocalnet", "cascaded")
-FD_SLMS = ("moshi", "freeze-omni")
-
-
-def mtr_round_one_granularity(g: Golden) -> list[ArithmeticRow]:
-    """Round-1 rates are over 200 dialogues, so each must be a multiple of 0.5 %."""
-    rows = []
-    dialogues = g.value("mtr.data.features.dialogues")
-    for model in MTR_MODELS:
-        for feature in FEATURES:
-            cid = f"mtr.main.{model}.{feature}.r1"
-            value = g.value(cid)
-            k = round(value * dialogues / 100)
-            got = 100 * k / dialogues
-            ok = abs(got - value) < 1e-9
-            rows.append(ArithmeticRow(cid, value, got, got - value, ok, REPRODUCED if ok else OUT_OF_TOLERANCE,
-                                      f"100 x {k} / {dialogues:g} dialogues", "a round-1 rate is k / 200"))
-    return rows
-
-
-def mtr_cross_checks(g: Golden) -> list[ArithmeticRow]:
-    """The ablation and the key findings restate main-table numbers: they must agree."""
-    v = g.value
-    rows = [
-        against(g, "mtr.ablation.moshi.s.r1to10", v("mtr.main.moshi.smooth.r1to10"), "Moshi smooth turn-taking, 1-10 (main table)",
-                "S alone is the smooth turn-taking feature"),
-        against(g, "mtr.finding.freeze-omni.smooth.r1", v("mtr.main.freeze-omni.smooth.r1"), "main table 69.0"),
-        against(g, "mtr.finding.freeze-omni.smooth.r1to10", v("mtr.main.freeze-omni.smooth.r1to10"), "main table 36.4"),
-        against(g, "mtr.finding.moshi.background.r1", v("mtr.main.moshi.background.r1"), "main table 53.0"),
-        against(g, "mtr.finding.moshi.background.r1to10", v("mtr.main.moshi.background.r1to10"), "main table 25.7"),
-    ]
-    combo = [v(f"mtr.ablation.moshi.{c}.r1to10") for c in ("s", "si", "sip", "sipb")]
-    rows.append(inequality("mtr.note.combination", all(a >= b for a, b in zip(combo, combo[1:])),
-                           " >= ".join(f"{x:g}" for x in combo), "each added feature lowers Moshi's success"))
-    drops = {(m, f): v(f"mtr.main.{m}.{f}.r1") - v(f"mtr.main.{m}.{f}.r1to10") for m in MTR_MODELS for f in FEATURES}
-    worst = max(drops, key=drops.get)
-    rows.append(inequality("mtr.note.decline", worst == ("freeze-omni", "smooth"),
-                           f"largest drop: {worst[0]} {worst[1]} ({drops[worst]:.1f} points)",
-                           "'Freeze-Omni smooth turn-taking declines the most' (衰退最严重)"))
-    hd = [v(f"mtr.main.vocalnet.{f}.{r}") for f in FEATURES[:3] for r in ("r1", "r1to10")]
-    rows.append(inequality("mtr.note.hd-perfect", all(x == 100 for x in hd) and v("mtr.main.vocalnet.background.r1to10") == 0,
-                           "VocalNet 100 on S/I/P, 0 on background", "'HD model perfect on turn-taking, fails background'"))
-    return rows
-
-
-def mtr_claims(g: Golden) -> list[ArithmeticRow]:
-    """Qualitative claims checked against the table; breaks are reported, not failed."""
-    v = g.value
-    rows = []
-    for model in MTR_MODELS:
-        for feature in FEATURES:
-            r1, r10 = v(f"mtr.main.{model}.{feature}.r1"), v(f"mtr.main.{model}.{feature}.r1to10")
-            if r10 > r1:
-                who = "an FD-SLM" if model in FD_SLMS else "not an FD-SLM, but the table heading claims it for all rows"
-                rows.append(ArithmeticRow(
-                    f"mtr.main.{model}.{feature}.r1to10", r1, r10, r10 - r1, False, DOES_NOT_RECONCILE,
-                    f"{r1:g} -> {r10:g}",
-                    f"the text says success falls as rounds increase (随轮次增加而下降; FD-SLM 在多轮中持续退化), "
-                    f"but this cell rises ({who}); the rise, {r10 - r1:.1f} points, is about {round((r10 - r1) * 2)} "
-                    f"dialogue(s) of 200, within sampling noise"))
-    fo_bg = (v("mtr.main.freeze-omni.background.r1"), v("mtr.main.freeze-omni.background.r1to10"))
-    if any(x > 0 for x in fo_bg):
-        rows.append(ArithmeticRow(
-            "mtr.note.only-moshi-background", None, max(fo_bg), None, False, DOES_NOT_RECONCILE,
-            f"Freeze-Omni background {fo_bg[0]:g} -> {fo_bg[1]:g}",
-            "the text says Moshi is the only model that can handle background speech (Moshi 是唯一能处理背景语音的模型), "
-            "but Freeze-Omni's background success is not zero (about 1 of 200 dialogues in round 1)"))
-    return rows
-
-
-MPE_CHECKS = (mpe_start_presence, mpe_answer, mpe_stop, mpe_mcnemar, mpe_text_reference, mpe_shush, mpe_dataset, mpe_rankings)
-MTR_CHECKS = (mtr_round_one_granularity, mtr_cross_checks, mtr_claims)
-
-
-def paper_arithmetic(mpe: Golden | None = None, mtr: Golden | None = None) -> list[ArithmeticRow]:
-    """Every arithmetic row for both papers (golden files default to golden/)."""
-    mpe = mpe or load_golden(golden_dir() / "duplex-mpe.yaml")
-    mtr = mtr or load_golden(golden_dir() / "mtr-duplexbench.yaml")
+    papers: dict[str, Golden] = {}
+    for path in golden_files():
+        g = load_golden(path)
+        papers.setdefault(str(g.paper.get("id")), g)
+    for g in goldens:
+        if g is not None:
+            papers[str(g.paper.get("id"))] = g
     rows: list[ArithmeticRow] = []
-    for check in MPE_CHECKS:
-        rows += check(mpe)
-    for check in MTR_CHECKS:
-        rows += check(mtr)
+    for _, plugin in sorted(plugins().items()):
+        rows += plugin.paper_arithmetic(papers)
     return rows
 
 
@@ -398,5 +57,9 @@ def summary(rows: list[ArithmeticRow]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def default_golden_paths() -> tuple[Path, Path]:
-    return golden_dir() / "duplex-mpe.yaml", golden_dir() / "mtr-duplexbench.yaml"
+def default_golden_paths() -> tuple[Path, ...]:
+    """The golden files of the papers whose arithmetic `paper-check` re-derives, in family order."""
+    from duplexeval.benchmarks.registry import plugins
+
+    return tuple(golden_dir() / name for _, plugin in sorted(plugins().items())
+                 for name in getattr(plugin, "paper_golden_files", ()))

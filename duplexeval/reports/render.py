@@ -10,31 +10,32 @@ numbers) pass through unescaped.
 
 from __future__ import annotations
 
+import collections
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import jinja2
 from markupsafe import Markup
 
 from duplexeval import __version__
 from duplexeval.io import atomic_write_text
-from duplexeval.reports import browser, charts
+from duplexeval.reports import browser
 from duplexeval.reports.compare import DiffRow, compare_run, counts as diff_counts, failed as diff_failed
 from duplexeval.reports.formatting import (  # noqa: F401  (latex_escape, LatexSafe: part of this module's API)
-    LatexSafe, _latex_caveat_mark, _latex_finalize, fmt, latex_escape, latex_lost, latex_mtr_cell, latex_pct,
-    latex_pub, latex_rate)
-from duplexeval.reports.golden import Golden, load_golden
-from duplexeval.reports.headline import headline_metrics
+    LatexSafe, _latex_caveat_mark, _latex_finalize, fmt, latex_escape, latex_lost, latex_pub, latex_rate)
+from duplexeval.reports.golden import Golden, golden_files, load_golden
 from duplexeval.reports.incomplete import marked, run_incomplete
 from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary
-from duplexeval.reports.run_dir import ResultFile, RunDir, item_dirs, load_run, read_events, read_records
+from duplexeval.reports.paper_tables import is_reference_agent
+from duplexeval.reports.published import Published
+from duplexeval.reports.run_dir import ResultFile, RunDir, load_run
+from duplexeval.reports.sections import ReportSection, SectionInputs, by_family, generic_section
 from duplexeval.specs.readings import readings_by_benchmark
 
 TEMPLATES = Path(__file__).parent / "templates"
 FORMATS = ("html", "latex")
-MPE_METRICS = ("start", "presence", "answer", "shush", "stop")
 
 
 def html_env() -> jinja2.Environment:
@@ -54,10 +55,9 @@ def latex_env() -> jinja2.Environment:
     env.filters["tex"] = latex_escape
     env.filters["rate"] = latex_rate
     env.filters["caveat_mark"] = _latex_caveat_mark
-    env.filters["pct"] = latex_pct
     env.filters["pub"] = latex_pub
-    env.filters["mtrcell"] = latex_mtr_cell
     env.filters["lost"] = lambda m: LatexSafe(latex_lost(m))
+    env.filters["safe_latex"] = LatexSafe  # a macro's output: its << >> were escaped when it rendered
     return env
 
 
@@ -92,124 +92,6 @@ def metric_rows(result: ResultFile) -> list[dict[str, Any]]:
             row["ci95"] = m.get("ci95") or m.get("wilson")
             out.append(row)
     return out
-
-
-def _metric(result: ResultFile, name: str) -> dict[str, Any] | None:
-    m = result.metrics().get(name)
-    return m if isinstance(m, dict) else None
-
-
-def mpe_table(results: list[ResultFile]) -> dict[str, Any]:
-    """Rows model x condition; the paper's four scores plus presence, each with n / N."""
-    rows = []
-    for r in results:
-        if not any(k in r.metrics() for k in ("start", "shush")):
-            continue
-        start = _metric(r, "start") or {}
-        # The scorer keeps Start's three outcomes inside the metric; older files used counts.
-        counts = {**(r.data.get("counts") or {}),
-                  **{f"start_{k}": v for k, v in (start.get("outcomes") or {}).items()}}
-        stop = _metric(r, "stop") or {}
-        n4_all = stop.get("n4_events", counts.get("n4_events", counts.get("n4_total")))
-        rows.append({"model": r.model, "condition": r.condition or r.benchmark,
-                     "cells": {k: marked(r.data, k, _metric(r, k), r.metrics()) for k in MPE_METRICS}, "counts": counts,
-                     "stop_over_all_n4": (stop.get("numerator") / n4_all) if n4_all and stop.get("numerator") is not None else None,
-                     "n4_all": n4_all})
-    by_model: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        by_model.setdefault(row["model"], {})[row["condition"]] = row
-    conditions = sorted({row["condition"] for row in rows})
-    return {"rows": rows, "by_model": by_model, "conditions": conditions}
-
-
-def mtr_table(results: list[ResultFile]) -> list[dict[str, Any]]:
-    """Results with per-round metrics: round 1 -> the 1-N mean, as MTR prints them."""
-    out = []
-    for r in results:
-        rounds = r.rounds()
-        if not rounds:
-            continue
-        keys = sorted(rounds, key=lambda k: (0, int(k)) if k.isdigit() else (1, k))
-        metrics = sorted({m for k in keys for m in rounds[k] if isinstance(rounds[k][m], dict)})
-        rounds = {k: {m: (marked(r.data, m, v, t) if isinstance(v, dict) else v) for m, v in t.items()}
-                  for k, t in rounds.items()}
-        out.append({"model": r.model, "benchmark": r.benchmark, "round_keys": keys, "metrics": metrics, "rounds": rounds,
-                    "mean_key": next((k for k in keys if "-" in k), None)})
-    return out
-
-
-MTR_FEATURES = (("smooth-turn-taking", "Smooth turn-taking"), ("interruption", "Interruption"),
-                ("pause-handling", "Pause handling"), ("background-speech", "Background speech"),
-                ("backchannel", "Backchannel"))
-MTR_COMBOS = (("combo-s", "S"), ("combo-si", "S+I"), ("combo-sip", "S+I+P"), ("combo-sipb", "S+I+P+B"))
-MTR_OTHER = (("quality", "Dialogue quality"), ("instruction", "Instruction following"), ("safety", "Safety"),
-             ("safety-interruption", "Safety (interruption)"))
-
-
-def _mtr_cell(r: ResultFile, pub: "Published", metric: str) -> dict[str, Any] | None:
-    """One dimension's `metric` at round 1 and over rounds 1-N, each with the units it lost to errors."""
-    rounds = r.rounds()
-    mean_key = next((k for k in sorted(rounds) if "-" in k), None)
-    first, mean_table = rounds.get("1") or {}, (rounds.get(mean_key) or {}) if mean_key else {}
-    r1 = marked(r.data, metric, first.get(metric), first)
-    mean = marked(r.data, metric, mean_table.get(metric), mean_table)
-    latency, no_resp = mean_table.get("latency_s"), mean_table.get("no_response")
-    unit = (mean or r1 or {}).get("unit")
-    return {"metric": metric, "r1": r1, "mean": mean, "unit": unit, "mean_key": mean_key,
-            "latency": latency if isinstance(latency, dict) else None,
-            "no_response": no_resp if isinstance(no_resp, dict) else None,
-            "pub_r1": pub.get(r.model, r.benchmark, metric, "1"),
-            "pub_mean": pub.get(r.model, r.benchmark, metric, mean_key)}
-
-
-def mtr_cells(r: ResultFile, pub: "Published") -> list[dict[str, Any]]:
-    """A cell per headline metric of the dimension's spec (`report.headline`), in its order."""
-    rounds = r.rounds()
-    if not rounds:
-        return []
-    mean_key = next((k for k in sorted(rounds) if "-" in k), None)
-    table = rounds.get("1") or rounds.get(mean_key or "", {}) or r.metrics()
-    return [c for c in (_mtr_cell(r, pub, m) for m in headline_metrics(r, table)) if c is not None]
-
-
-def mtr_main(results: list[ResultFile], pub: "Published") -> dict[str, Any]:
-    """MTR-DuplexBench's main table: models x dialogue features, "round 1 -> rounds 1-N", latency;
-    the combination ablation (S, S+I, S+I+P, S+I+P+B); the other dimensions per model."""
-    by = {(r.model, r.benchmark): r for r in results if r.rounds()}
-    models = sorted({m for m, _ in by})
-
-    def table(spec: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-        cols = [(f"mtr-{key}", label) for key, label in spec if any((m, f"mtr-{key}") in by for m in models)]
-        rows = []
-        for m in models:
-            many = {b: mtr_cells(by[(m, b)], pub) if (m, b) in by else [] for b, _ in cols}
-            cells = {b: (v[0] if v else None) for b, v in many.items()}
-            if any(cells.values()):
-                rows.append({"model": m, "cells": cells, "headlines": many,
-                             "published": any(c["pub_r1"] or c["pub_mean"] for v in many.values() for c in v)})
-        return {"columns": [{"id": b, "label": label} for b, label in cols], "rows": rows}
-
-    return {"features": table(MTR_FEATURES), "ablation": table(MTR_COMBOS), "other": table(MTR_OTHER)}
-
-
-class Published:
-    """Published cells by run locator, from the golden diffs: the paper's row beside ours."""
-
-    def __init__(self) -> None:
-        self.cells: dict[tuple[str, str, str, str, str], dict[str, Any]] = {}
-
-    def add(self, cell: Any, row: DiffRow) -> None:
-        loc = cell.run or {}
-        if cell.value is None or "model" not in loc or "metric" not in loc:
-            return
-        key = (loc["model"], loc.get("benchmark", ""), loc["metric"], loc.get("rounds", ""), loc.get("field", "value"))
-        self.cells.setdefault(key, {"value": cell.value, "unit": cell.unit, "decimals": cell.decimals, "id": cell.id,
-                                    "delta": row.delta, "within": row.within_tolerance, "status": row.status,
-                                    "tolerance": row.tolerance, "paper": cell.paper})
-
-    def get(self, model: str, benchmark: str, metric: str, rounds: str | None = None,
-            field: str = "value") -> dict[str, Any] | None:
-        return self.cells.get((model, benchmark, metric, rounds or "", field))
 
 
 def model_caveats(results: list[ResultFile]) -> dict[str, str]:
@@ -249,20 +131,6 @@ def judge_labels(results: list[ResultFile]) -> list[dict[str, Any]]:
     return out
 
 
-def pick_timeline(run: RunDir, item: str | None) -> dict[str, Any] | None:
-    """The requested item, else the first MPE item whose records have windows."""
-    for result in run.results:
-        records = read_records(result)
-        for d in item_dirs(result):
-            if item is not None and d.name != item:
-                continue
-            mine = [r for r in records if str(r.get("item", r.get("item_id"))) == d.name]
-            timeline = charts.scene_timeline(f"{result.model}/{result.benchmark}/{d.name}", read_events(d), mine)
-            if timeline is not None:
-                return timeline
-    return None
-
-
 def golden_diffs(inputs: ReportInputs, published: Published | None = None) -> list[GoldenDiff]:
     out = []
     for g in inputs.goldens:
@@ -276,14 +144,28 @@ def golden_diffs(inputs: ReportInputs, published: Published | None = None) -> li
     return out
 
 
-def mpe_published(table: dict[str, Any], pub: Published) -> dict[str, Any]:
-    """{model: {condition: {metric: published cell}}} for Table 3's paper rows."""
-    out: dict[str, Any] = {}
-    for row in table["rows"]:
-        bench = f"mpe-{row['condition']}"
-        cells = {k: pub.get(row["model"], bench, k) for k in MPE_METRICS}
-        if any(cells.values()):
-            out.setdefault(row["model"], {})[row["condition"]] = cells
+def paper_goldens() -> dict[str, Golden]:
+    """Every paper's golden file in golden/, by paper id: the published rows of the paper tables."""
+    out: dict[str, Golden] = {}
+    for path in golden_files():
+        g = load_golden(path)
+        out.setdefault(str(g.paper.get("id")), g)
+    return out
+
+
+def family_sections(inputs: ReportInputs, published: Published) -> list[ReportSection]:
+    """Each family's sections, from its plug-in (the generic table when it has none), families in name order."""
+    from duplexeval.benchmarks.registry import plugins
+
+    known = plugins()
+    papers = paper_goldens()
+    out: list[ReportSection] = []
+    for family, results in by_family(inputs.run.results).items():
+        section_inputs = SectionInputs(run=inputs.run, results=results, published=published, papers=papers,
+                                       item=inputs.item)
+        plugin = known.get(family)
+        own = plugin.report_sections(section_inputs) if plugin is not None else None
+        out += own if own is not None else [generic_section(family, results)]
     return out
 
 
@@ -293,7 +175,6 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
     arithmetic = inputs.arithmetic if inputs.arithmetic is not None else []
     published = Published()
     diffs = golden_diffs(inputs, published)
-    mpe = mpe_table(results)
     return {
         "version": __version__,
         "run_id": run.run_id,
@@ -302,24 +183,16 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "sensitivity": sensitivity_context(run.root),
         "results": [{"model": r.model, "benchmark": r.benchmark, "condition": r.condition, "path": run.relative(r.path),
                      "metrics": metric_rows(r), "counts": r.data.get("counts") or {}} for r in results],
-        "mpe": mpe,
-        "mpe_published": mpe_published(mpe, published),
-        "mtr": mtr_table(results),
-        "mtr_main": mtr_main(results, published),
+        "sections": family_sections(inputs, published),
         "labels": judge_labels(results),
         "caveats": model_caveats(results),
+        "reference_agents": sorted({r.model for r in results if is_reference_agent(r.model, run)}),
         "incomplete": run_incomplete(results),
         "damaged": list(inputs.damaged),
-        "bars": charts.start_presence_bars(results),
-        "stop_bars": charts.stop_yield_bars(results),
-        "feature_curves": charts.feature_curves(results),
-        "curves": [c for c in (charts.round_curves(r) for r in results) if c is not None],
-        "timeline": pick_timeline(run, inputs.item),
         "browser": browser.browser_data(run),
         "diffs": diffs,
         "arithmetic": arithmetic,
         "arithmetic_summary": arithmetic_summary(arithmetic),
-        "statistics": _statistics(run.root),
     }
 
 
@@ -335,23 +208,35 @@ def sensitivity_context(root: Path, max_rows: int = 300) -> dict[str, Any] | Non
             "left_out": max(0, len(rows) - max_rows)}
 
 
-def _statistics(root: Path) -> dict[str, Any] | None:
-    """statistics.json (McNemar per model, Spearman presence vs Start), when the run has one."""
-    path = Path(root) / "statistics.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-
-
 # ------------------------------------------------------------------ output
+
+def _fragments(context: dict[str, Any], section: ReportSection, env: jinja2.Environment,
+               suffix: str, wrap: Callable[[str], Any]) -> dict[str, Any]:
+    """Each slot of the section rendered with its own templates (the shared ones as fallback)."""
+    env.filters.update(section.filters.get(suffix, {}))
+    env.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(section.template_dir), jinja2.FileSystemLoader(TEMPLATES)])
+    shared = {k: v for k, v in context.items() if k != "sections"}
+    out: collections.defaultdict[str, Any] = collections.defaultdict(lambda: wrap(""))
+    for slot, name in section.templates.items():
+        if slot.endswith(suffix):
+            out[slot] = wrap(env.get_template(name).render(**shared, **section.data, section=section))
+    return out
+
 
 def render_html(context: dict[str, Any]) -> str:
     script = browser.SCRIPT
-    return html_env().get_template("report.html.j2").render(
-        **context, browser_json=browser.json_for_script(context["browser"]), browser_script=Markup(script),
+    env = html_env()
+    sections = [{"section": s, "html": _fragments(context, s, html_env(), ".html", Markup)}
+                for s in context["sections"]]
+    return env.get_template("report.html.j2").render(
+        **{**context, "sections": sections}, browser_json=browser.json_for_script(context["browser"]), browser_script=Markup(script),
         script_hash=browser.script_hash(script))
 
 
 def render_latex(context: dict[str, Any]) -> str:
-    return latex_env().get_template("tables.tex.j2").render(**context)
+    sections = [{"section": s, "latex": _fragments(context, s, latex_env(), ".tex", LatexSafe)}
+                for s in context["sections"]]
+    return latex_env().get_template("tables.tex.j2").render(**{**context, "sections": sections})
 
 
 def write_report(run_dir: str | Path, *, formats: Iterable[str] = FORMATS, golden_paths: Iterable[str | Path] = (),

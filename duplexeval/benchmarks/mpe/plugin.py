@@ -49,6 +49,19 @@ class DuplexMpe(Benchmark):
             judge = load_judge(judge_id, JudgeCache(mode=cache_mode))
             write_text_reference(run_dir, bench, load_bench_scenes(bench, limit), judge, judge_id)
 
+    paper_golden_files = ("duplex-mpe.yaml",)   # golden/ file of the paper this family reproduces
+
+    def paper_arithmetic(self, papers):
+        from duplexeval.benchmarks.mpe.paper_arithmetic import CHECKS
+
+        golden = papers.get("duplex-mpe")
+        return [row for check in CHECKS for row in check(golden)] if golden is not None else []
+
+    def report_sections(self, inputs):
+        from duplexeval.benchmarks.mpe.report import sections
+
+        return sections(inputs)
+
     def commands(self) -> list:
         from duplexeval.benchmarks.mpe.commands import COMMANDS
 

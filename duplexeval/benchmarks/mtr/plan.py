@@ -56,7 +56,10 @@ class MtrPlan(JobPlan):
                 raise CannotRun(str(exc)) from None
             scored = scored_rounds(bench, dialogues, judges_for(bench, self.cache_mode))
             if not scored:
-                raise CannotRun(f"benchmark {bench['id']}: no rounds selected from {len(dialogues)} dialogues")
+                why = (f"--limit {self.limit} kept the first {len(dialogues)} dialogue(s), and none has a round this "
+                       f"dimension scores; raise --limit or leave it out" if self.limit else
+                       f"no rounds selected from {len(dialogues)} dialogues")
+                raise CannotRun(f"benchmark {bench['id']}: {why}")
             self._scored = (dialogues, scored)
         return self._scored
 

@@ -26,9 +26,31 @@ class MtrDuplexBench(Benchmark):
         return score_bench_dir(bench_dir, spec, judges_for(spec, cache_mode), progress=progress)
 
     def result_lines(self, rel: str, results: dict[str, Any]) -> list[str]:
-        return [f"{rel} round {key}: " + ", ".join(f"{k}={v['value']} ({v['numerator']}/{v['denominator']})"
-                                                   for k, v in metrics.items() if isinstance(v, dict))
+        def one(k: str, v: dict[str, Any]) -> str:
+            outcomes = v.get("outcomes") if isinstance(v.get("outcomes"), dict) else {}
+            every = (" [" + ", ".join(f"{o} {n}" for o, n in sorted(outcomes.items())) + "]") if outcomes else ""
+            return f"{k}={v['value']} ({v['numerator']}/{v['denominator']}){every}"
+
+        return [f"{rel} round {key}: " + ", ".join(one(k, v) for k, v in metrics.items() if isinstance(v, dict))
                 for key, metrics in results["rounds"].items()]
+
+    paper_golden_files = ("mtr-duplexbench.yaml",)   # golden/ file of the paper this family reproduces
+
+    def paper_arithmetic(self, papers):
+        from duplexeval.benchmarks.mtr.paper_arithmetic import CHECKS
+
+        golden = papers.get("mtr-duplexbench")
+        return [row for check in CHECKS for row in check(golden)] if golden is not None else []
+
+    def report_item(self, bench_dir: Path, item_id: str) -> dict[str, Any] | None:
+        from duplexeval.benchmarks.mtr.report import item_view
+
+        return item_view(bench_dir, item_id)
+
+    def report_sections(self, inputs):
+        from duplexeval.benchmarks.mtr.report import sections
+
+        return sections(inputs)
 
     def commands(self) -> list:
         from duplexeval.benchmarks.mtr.commands import COMMANDS

@@ -124,5 +124,26 @@
     if (doSeek && rec.span) seek(item, rec.span[0]);
   }
 
+  // A table cell's link (class records-link, data-model / data-benchmark / data-metric):
+  // the item browser filtered to the records behind that number.
+  function setFilter(sel, value) {
+    var s = $(sel);
+    if (!value) { s.value = ""; return; }
+    var known = Array.prototype.some.call(s.options, function (o) { return o.value === value; });
+    s.value = known ? value : "";
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("a.records-link"), function (a) {
+    a.addEventListener("click", function (ev) {
+      ev.preventDefault();
+      setFilter("f-model", a.dataset.model);
+      setFilter("f-benchmark", a.dataset.benchmark);
+      setFilter("f-metric", a.dataset.metric);
+      setFilter("f-verdict", "");
+      $("f-text").value = "";
+      render();
+      $("browser").scrollIntoView();
+    });
+  });
+
   render();
 })();

@@ -1,0 +1,96 @@
+"""A report section: what one benchmark family shows of a run, built by its plug-in.
+
+The shared report (render.py) knows the page's frame — verdict, charts, item browser,
+details, manifest — and nothing about any paper's layout. Each family's plug-in
+(`Benchmark.report_sections`) returns sections; a section carries the family's data and
+the names of its templates, one per slot of the page:
+
+    headline.html / headline.tex   the first screen: the paper's tables
+    charts.html                    the charts block
+    details.html / details.tex     the collapsible details after the item browser
+
+A family without its own sections (a plug-in that never heard of reports) gets
+`generic_section`: every metric of every result, rate beside numerator/denominator, so
+a third benchmark appears in the report without a line of report code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplexeval.reports.golden import Golden
+from duplexeval.reports.incomplete import marked
+from duplexeval.reports.published import Published
+from duplexeval.reports.run_dir import ResultFile, RunDir
+
+TEMPLATES = Path(__file__).parent / "templates"
+SLOTS = ("headline.html", "charts.html", "details.html", "headline.tex", "details.tex")
+SPEC_SNAPSHOT = "benchmark.json"
+
+
+@dataclass
+class SectionInputs:
+    """What a family's `report_sections` may read: its own results, the golden cells, the run."""
+
+    run: RunDir
+    results: list[ResultFile]                 # this family's results.json files, sorted (model, benchmark)
+    published: Published                      # cells of the compared golden files, by run locator
+    papers: dict[str, Golden] = field(default_factory=dict)   # paper id -> the paper's golden file (reference rows)
+    item: str | None = None                   # the item the user asked the scene timeline for
+
+
+@dataclass
+class ReportSection:
+    """One family's part of the report. `templates` maps a slot to a template file name in
+    `template_dir`; the template sees the shared context (caveats, ...) plus `data`."""
+
+    family: str
+    id: str
+    title: str
+    data: dict[str, Any]
+    template_dir: Path = TEMPLATES
+    templates: dict[str, str] = field(default_factory=dict)
+    filters: dict[str, dict[str, Any]] = field(default_factory=dict)   # ".html"/".tex" -> extra Jinja filters
+
+
+def family_of(result: ResultFile) -> str:
+    """The family a results.json belongs to: its benchmark spec's `benchmark:` (the snapshot the
+    run wrote, else today's spec of that id), else `results.json`'s own `family`; '' when unknown."""
+    try:
+        snap = json.loads((result.folder / SPEC_SNAPSHOT).read_text("utf-8"))
+        if isinstance(snap, dict) and isinstance(snap.get("benchmark"), str):
+            return snap["benchmark"]
+    except (OSError, ValueError):
+        pass
+    try:
+        from duplexeval.specs import default_registry
+
+        return str(default_registry().get("benchmark", result.benchmark).data.get("benchmark") or "")
+    except Exception:  # noqa: BLE001 - a benchmark this machine has no spec for still renders, generically
+        return str(result.data.get("family") or "")
+
+
+def by_family(results: list[ResultFile]) -> dict[str, list[ResultFile]]:
+    """Results grouped by family, families in name order (the report's section order)."""
+    out: dict[str, list[ResultFile]] = {}
+    for r in results:
+        out.setdefault(family_of(r), []).append(r)
+    return dict(sorted(out.items()))
+
+
+def generic_section(family: str, results: list[ResultFile]) -> ReportSection:
+    """Every metric of every result as model x metric, each rate beside its numerator/denominator."""
+    tables = []
+    for bench in sorted({r.benchmark for r in results}):
+        mine = [r for r in results if r.benchmark == bench]
+        metrics = sorted({k for r in mine for k, v in r.metrics().items() if isinstance(v, dict)})
+        rows = [{"model": r.model, "cells": {k: marked(r.data, k, r.metrics().get(k), r.metrics()) for k in metrics}}
+                for r in mine]
+        tables.append({"benchmark": bench, "metrics": metrics, "rows": rows})
+    name = family or "unknown family"
+    return ReportSection(family=family, id=f"family-{name}".replace(" ", "-"), title=name,
+                         data={"tables": tables},
+                         templates={"headline.html": "_generic_headline.html.j2", "headline.tex": "_generic_headline.tex.j2"})
