@@ -87,3 +87,19 @@ def test_never_overwrites(author):
     again = cli(["new-model", "mine"], folder, env)
     assert again.returncode == 2 and "already exists" in again.stderr and "never overwrites" in again.stderr
     assert shim.read_text() == "# the author's own work\n"
+
+
+def test_validate_names_every_real_problem_of_a_spec_at_once(author):
+    """A spec missing only launch.backend and license gets exactly those two errors in one round,
+    not the requirements of every backend it might have meant (endpoint, image, realtime)."""
+    folder, env = author
+    spec = folder / "specs" / "models" / "half.yaml"
+    spec.parent.mkdir(parents=True)
+    spec.write_text("kind: model\nid: half\nname: half\nstatus: runnable\nduplex: full\n"
+                    "launch:\n  command: ['{python}', 'x.py', '--socket', '{socket}']\n"
+                    "audio: {in_rate: 16000, out_rate: 16000, frame_ms: 80}\n"
+                    "clocks: [lockstep]\ncapabilities: []\nweights: {source: none}\n")
+    out = cli(["validate"], folder, env)
+    errors = [line for line in out.stderr.splitlines() + out.stdout.splitlines() if "half.yaml" in line]
+    assert out.returncode == 1  # validate's exit for invalid specs
+    assert sorted(e.split(": ")[1] for e in errors) == ["launch.backend", "license"], errors

@@ -83,3 +83,31 @@ def test_resume_with_a_changed_spec_is_refused(tmp_path):
     changed = dict(spec, capabilities=["fork"])
     with pytest.raises(RunConfigMismatch, match="model_sha256 changed"):
         run_items(changed, items, tmp_path)
+
+
+def test_display_fields_stay_out_of_the_resume_identity(tmp_path):
+    """Renaming a model for the report (name, description) resumes; a launch change does not."""
+    spec = dict(load_model_spec("silent").data)
+    items = [("a", lambda: FileStimulus(tone(0.3), 16000))]
+    assert run_items(spec, items, tmp_path)[0].status == "ok"
+    renamed = dict(spec, name="Silent, renamed for the paper table", description="shown in reports only")
+    assert run_items(renamed, items, tmp_path)[0].skipped
+    relaunched = dict(renamed, launch={**spec["launch"], "step_timeout_s": 3})
+    with pytest.raises(RunConfigMismatch, match="model_sha256 changed"):
+        run_items(relaunched, items, tmp_path)
+
+
+def test_a_folder_begun_with_the_whole_spec_hash_still_resumes(tmp_path):
+    """Folders from before the identity left display fields out recorded the whole spec's hash."""
+    import json
+
+    from duplexeval.runner.modelspec import model_spec_from
+
+    spec = dict(load_model_spec("silent").data)
+    items = [("a", lambda: FileStimulus(tone(0.3), 16000))]
+    assert run_items(spec, items, tmp_path)[0].status == "ok"
+    config = tmp_path / "session_config.json"
+    recorded = json.loads(config.read_text())
+    recorded["model_sha256"] = model_spec_from(spec).sha256  # what such a folder holds
+    config.write_text(json.dumps(recorded))
+    assert run_items(spec, items, tmp_path)[0].skipped

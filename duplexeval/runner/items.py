@@ -205,7 +205,10 @@ def batch_identity(spec: ModelSpec) -> dict[str, int]:
     return {"max_sessions": spec.max_sessions} if spec.max_sessions > 1 and not spec.batch_exact else {}
 
 
-def _check_config(out_dir: Path, config: dict) -> None:
+def _check_config(out_dir: Path, config: dict, also_same: dict | None = None) -> None:
+    """Refuse to resume a folder run with other settings. `also_same`: per key, an older
+    recorded value that still means the same (a folder begun before the key's meaning
+    narrowed: `model_sha256` was the whole spec's hash, display fields included)."""
     path = out_dir / CONFIG_FILE
     if path.exists():
         try:
@@ -215,7 +218,9 @@ def _check_config(out_dir: Path, config: dict) -> None:
                              "restore it, or use a new output folder") from None
         if not isinstance(old, dict):
             raise ValueError(f"{path}: not a JSON object; restore it, or use a new output folder")
-        changed = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+        same = also_same or {}
+        changed = sorted(k for k in set(old) | set(config)
+                         if old.get(k) != config.get(k) and not (k in same and old.get(k) == same[k]))
         if changed:
             raise RunConfigMismatch(
                 f"{path}: this folder was run with different settings ({', '.join(changed)} changed); "
@@ -236,9 +241,10 @@ def prepare_out_dir(spec: ModelSpec, ids: list[str], out_dir: str | os.PathLike[
             raise ValueError(f"item id {item_id!r} is not a safe folder name (letters, digits, . _ -)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _check_config(out, {"model": spec.id, "model_sha256": spec.sha256, "clock": clock, "rate": rate,
-                        "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt),
-                        **batch_identity(spec)})
+    # The model's identity leaves its display fields out: renaming it for a report resumes.
+    _check_config(out, {"model": spec.id, "model_sha256": spec.identity_sha256 or spec.sha256, "clock": clock,
+                        "rate": rate, "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt),
+                        **batch_identity(spec)}, also_same={"model_sha256": spec.sha256})
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from duplexeval.io import sha256_json
 from duplexeval.resources import bundle_root, project_dir
 from duplexeval.shims.endpointer import spec_env as endpointer_env
+from duplexeval.specs.loader import identity_sha256
 
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 DEFAULT_STEP_TIMEOUT_S = 10.0
@@ -61,6 +62,8 @@ class ModelSpec:
     # `launch.batch_exact`: a session's bytes do not depend on the server's width (the
     # reference agents); when false the width is part of a run folder's resume identity.
     batch_exact: bool = False
+    # The resume identity: the spec's content less its display fields (specs.loader).
+    identity_sha256: str = ""
 
     def _with_width(self, argv: list[str]) -> list[str]:
         return argv + ["--max-sessions", str(self.max_sessions)] if self.max_sessions > 1 else argv
@@ -149,6 +152,7 @@ def model_spec_from(obj: Any) -> ModelSpec:
     return ModelSpec(
         id=sid,
         sha256=getattr(obj, "sha256", None) or sha256_json(data),
+        identity_sha256=identity_sha256(data),
         backend=backend,
         command=tuple(launch.get("command", ())),
         # Spec sections a shim reads at start-up travel in its environment, whatever the backend.

@@ -40,7 +40,7 @@ class Job:
     @property
     def identity(self) -> str:
         """What resume compares: finished items are reused only under the same identity."""
-        return sha256_json({"model": self.model.sha256, "bench": self.bench, "version": self.bench["version"]})
+        return sha256_json({"model": self.model.identity_sha256, "bench": self.bench, "version": self.bench["version"]})
 
 
 def apply_overrides(bench: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,14 @@ def schema_for(kind: str) -> dict[str, Any]:
     return schema
 
 
+# Fields only people read: they never change a recording or a score (resume ignores them).
+DISPLAY_FIELDS = ("name", "title", "description", "notes", "homepage", "status_note")
+
+
+def identity_sha256(data: dict[str, Any]) -> str:
+    return sha256_json({k: v for k, v in data.items() if k not in DISPLAY_FIELDS})
+
+
 @dataclass(frozen=True)
 class Spec:
     kind: str
@@ -59,6 +67,15 @@ class Spec:
     def sha256(self) -> str:
         """Hash of the resolved content: what run manifests and records carry."""
         return sha256_json(self.data)
+
+    @property
+    def identity_sha256(self) -> str:
+        """Hash of what can change a result: the content less its display fields.
+
+        Renaming a model for the report (`name`, `description`) must not block a resume
+        ("model_sha256 changed"); everything that reaches the model or the scoring does.
+        """
+        return identity_sha256(self.data)
 
     def where(self, *field_path: Any) -> tuple[Path, int]:
         """(file, line) where a field was written, falling back to its nearest parent."""
