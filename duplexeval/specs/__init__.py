@@ -7,7 +7,13 @@ file), `Spec`, and the errors, which always name file, line and field.
 from duplexeval.specs.errors import SpecError, SpecErrors, UnknownSpecError
 from duplexeval.specs.loader import KINDS, Spec, deep_merge, load_spec, repo_root
 from duplexeval.specs.registry import (
-    SPECS_ENV, Registry, default_registry, find_spec_file, known_spec_ids, spec_roots, specs_root,
+    SPECS_ENV,
+    Registry,
+    default_registry,
+    find_spec_file,
+    known_spec_ids,
+    spec_roots,
+    specs_root,
 )
 
 __all__ = [

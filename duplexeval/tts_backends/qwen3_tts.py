@@ -28,8 +28,15 @@ from typing import Any
 import numpy as np
 
 from duplexeval.io import sha256_json
-from duplexeval.judges.local_models import (LocalWeights, MissingExtraError, MissingWeightsError, find_spec,
-                                            is_local_path, path_weights, spec_weights)
+from duplexeval.judges.local_models import (
+    LocalWeights,
+    MissingExtraError,
+    MissingWeightsError,
+    find_spec,
+    is_local_path,
+    path_weights,
+    spec_weights,
+)
 
 NAME = "qwen3-tts"
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"

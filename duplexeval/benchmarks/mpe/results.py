@@ -20,13 +20,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
+from duplexeval.benchmarks.mpe import metrics as mpe
+from duplexeval.benchmarks.mpe.plan_file import read_plan_file
+from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, score_item
 from duplexeval.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_json
 from duplexeval.runner.integrity import input_hashes, item_status
 from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
-from duplexeval.benchmarks.mpe import metrics as mpe
-from duplexeval.benchmarks.mpe.plan_file import read_plan_file
 from duplexeval.scoring.model_caveat import with_caveat
-from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, score_item
 from duplexeval.stats import wilson_interval
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,7 @@ def planned_turns(bench_spec: dict[str, Any], item_dir: Path) -> tuple[list[tupl
     if item_dir.name in planned:
         return list(planned[item_dir.name]), "plan"
     try:
-        from duplexeval.benchmarks.mpe.plan import load_bench_scenes
+        from duplexeval.benchmarks.mpe.scenes.loader import load_bench_scenes
 
         scenes = {s.id: s for s in load_bench_scenes(bench_spec)}
     except (FileNotFoundError, KeyError):

@@ -20,11 +20,10 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from duplexeval.audio import read_stereo_recording
-from duplexeval.io import read_jsonl, sha256_file, sha256_json
 from duplexeval.benchmarks.mpe import metrics as mpe
 from duplexeval.benchmarks.mpe.timeline import Timeline, timeline_from_events
+from duplexeval.io import read_jsonl, sha256_file, sha256_json
 from duplexeval.scoring.words import merge_word_pieces
-
 
 RECORD_VERSION = 1
 _ROUND = 4  # seconds to 0.1 ms: enough for audio frames, stable across platforms

@@ -36,12 +36,19 @@ import numpy as np
 from duplexeval.audio import read_stereo_recording
 from duplexeval.benchmarks.mtr.features import W, feature_outcome, in_window
 from duplexeval.benchmarks.mtr.format import Event, Round, Span
-from duplexeval.benchmarks.mtr.judged import check_judges, judge_inputs, judge_role, passed, rate_metrics, silent_verdict
+from duplexeval.benchmarks.mtr.judged import (
+    check_judges,
+    judge_inputs,
+    judge_role,
+    passed,
+    rate_metrics,
+    silent_verdict,
+)
 from duplexeval.benchmarks.mtr.segments import Segment, backchannel_frequency, segments_from
 from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_file, sha256_json
+from duplexeval.judges.vad import vad_hysteresis
 from duplexeval.runner.integrity import input_hashes, item_status
 from duplexeval.scoring.model_caveat import with_caveat
-from duplexeval.judges.vad import vad_hysteresis
 from duplexeval.scoring.words import merge_word_pieces
 
 RESULTS_VERSION = 1

@@ -14,8 +14,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from duplexeval.judges.local_models import (LocalWeights, MissingExtraError, MissingWeightsError,  # noqa: F401
-                                            find_spec, is_local_path, path_weights, spec_weights)
+from duplexeval.judges.local_models import (  # noqa: F401
+    LocalWeights,
+    MissingExtraError,
+    MissingWeightsError,
+    find_spec,
+    is_local_path,
+    path_weights,
+    spec_weights,
+)
 
 
 class Backend:
