@@ -16,8 +16,15 @@ import sys
 import click
 
 from duplexeval import __version__
-from duplexeval.cli_errors import BUG_EXIT, bug_message, is_expected, undecodable, user_message, write_traceback
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import (
+    BUG_EXIT,
+    CommandError,
+    bug_message,
+    is_expected,
+    undecodable,
+    user_message,
+    write_traceback,
+)
 
 
 class InternalError(click.ClickException):

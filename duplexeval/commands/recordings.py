@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
 
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MPE_REFUSAL = ("Duplex-MPE recordings cannot be imported: its stimulus depends on the model (playback waits for "

@@ -39,8 +39,8 @@ from duplexeval.runner.items import (
     startup_failure,
     write_item,
 )
-from duplexeval.runner.modelspec import ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, harness_frame_samples
+from duplexeval.specs.modelspec import ModelSpec, model_spec_from
 
 Group = tuple[str, list[tuple[str, StimulusFactory]]]
 

@@ -106,8 +106,7 @@ def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, a
 
     spec = Registry.load().get("judge", judge_id)
     writer = Judge.from_spec(spec.data, spec.path, JudgeCache(mode=cache_mode))
-    from duplexeval.cli_errors import yaml_problem
-    from duplexeval.commands import CommandError
+    from duplexeval.cli_errors import CommandError, yaml_problem
 
     try:
         plan = ScenePlan.from_spec(spec.data, str(spec.path))

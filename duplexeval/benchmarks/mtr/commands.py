@@ -56,8 +56,7 @@ def render(script: Path, out_dir: Path, rate: int) -> None:
     import yaml
 
     from duplexeval.benchmarks.mtr.generate import render_script_file
-    from duplexeval.cli_errors import yaml_problem
-    from duplexeval.commands import CommandError
+    from duplexeval.cli_errors import CommandError, yaml_problem
 
     try:
         paths = render_script_file(script, out_dir, rate)

@@ -17,8 +17,8 @@ import sys
 from duplexeval.resources import import_root
 from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
 from duplexeval.runner.client import Endpoint
-from duplexeval.runner.modelspec import ModelSpec
 from duplexeval.secrets import redact
+from duplexeval.specs.modelspec import ModelSpec
 
 STDERR_TAIL_BYTES = 2000
 
