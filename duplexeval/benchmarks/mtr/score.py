@@ -34,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from duplexeval.audio import read_stereo_recording
+from duplexeval.benchmarks.bench_folder import item_statuses, score_bench_folder
 from duplexeval.benchmarks.mtr.features import W, feature_outcome, in_window
 from duplexeval.benchmarks.mtr.format import Event, Round, Span
 from duplexeval.benchmarks.mtr.judged import (
@@ -45,10 +46,8 @@ from duplexeval.benchmarks.mtr.judged import (
     silent_verdict,
 )
 from duplexeval.benchmarks.mtr.segments import Segment, backchannel_frequency, segments_from
-from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_file, sha256_json
+from duplexeval.io import atomic_write_json, sha256_file, sha256_json
 from duplexeval.judges.vad import vad_hysteresis
-from duplexeval.runner.integrity import input_hashes, item_status
-from duplexeval.scoring.model_caveat import with_caveat
 from duplexeval.scoring.words import merge_word_pieces
 
 RESULTS_VERSION = 1
@@ -373,31 +372,15 @@ def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], judges: dict[s
     bench_dir = Path(bench_dir)
     check_judges(bench, judges)
     info = json.loads((bench_dir / ROUNDS_FILE).read_text("utf-8"))
-    counts: Counter = Counter()
-    calls: Counter = Counter()
-    records = []
-    for n, item_id in enumerate(sorted(info), 1):
-        st = item_status(bench_dir / "items" / item_id)  # verified: a damaged item is an error, never silence
-        if st is None:
-            counts["unfinished"] += 1
-            records.append(error_record(item_id, info[item_id], "unfinished"))
-        elif st["status"] == "ok":
-            counts["ok"] += 1
-            records.append(score_round(item_id, info[item_id], bench_dir / "items" / item_id / "recording.wav", bench,
-                                       judges, transcriber, calls))
-        else:
-            counts[st["status"]] += 1
-            records.append(error_record(item_id, info[item_id], st["status"]))
-        if progress is not None:
-            progress(n, len(info), item_id)
     if context is None and (bench_dir / "context.json").exists():
         context = json.loads((bench_dir / "context.json").read_text("utf-8"))
-    results = with_caveat(aggregate(records, bench, {"total": len(info), **dict(sorted(counts.items()))}, context or {}, calls),
-                          bench_dir)
-    atomic_write_jsonl(bench_dir / "records.jsonl", records)
-    results["inputs_sha256"] = input_hashes(bench_dir)  # the status.json of every item it read
-    atomic_write_json(bench_dir / "results.json", results)
-    return results
+    calls: Counter = Counter()
+    return score_bench_folder(
+        bench_dir, item_statuses(bench_dir, info, unplanned_folders=False),
+        score_ok=lambda d: [score_round(d.name, info[d.name], d / "recording.wav", bench, judges, transcriber, calls)],
+        score_not_ok=lambda d, status: [error_record(d.name, info[d.name], status)],
+        aggregate=lambda records, counts: aggregate(records, bench, counts, context or {}, calls),
+        progress=progress)
 
 
 def judges_for(bench: dict[str, Any], cache_mode: str = "readwrite") -> dict[str, Any]:
