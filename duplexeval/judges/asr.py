@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -36,17 +35,13 @@ from duplexeval.audio import resample
 from duplexeval.io import atomic_write_json, sha256_bytes, sha256_json
 from duplexeval.judges.local_models import MissingExtraError, MissingWeightsError  # noqa: F401  (public here)
 from duplexeval.judges.transcript import Transcript, Word  # noqa: F401  (public here)
+from duplexeval.resources import cache_root
 
 log = logging.getLogger(__name__)
 
 ASR_RATE = 16000
 ASR_CACHE_VERSION = 1
 DEFAULT_ASR: dict[str, Any] = {"backend": "faster-whisper", "model": "tiny.en", "language": "en"}
-
-
-def cache_root() -> Path:
-    """The `.cache` root shared with TTS and the judge cache; `$DUPLEXEVAL_CACHE` moves it."""
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache"))
 
 
 def _package_version(name: str) -> str:

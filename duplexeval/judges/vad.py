@@ -439,7 +439,7 @@ def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speec
 
 
 def _episodes_cache_root() -> Path:
-    from duplexeval.judges.asr import cache_root
+    from duplexeval.resources import cache_root
 
     return cache_root() / "vad"
 

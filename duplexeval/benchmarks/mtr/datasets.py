@@ -22,11 +22,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
+
+from duplexeval.resources import cache_root
 
 DATASETS: dict[str, dict[str, Any]] = {
     "advbench": {
@@ -54,7 +55,7 @@ class DatasetUnavailable(RuntimeError):
 
 
 def data_cache() -> Path:
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "datasets"
+    return cache_root() / "datasets"
 
 
 def fetch(name: str, *, cache_dir: Path | None = None, url: str | None = None, sha256: str | None = None,

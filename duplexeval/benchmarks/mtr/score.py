@@ -24,9 +24,7 @@ the authors' safe rate (`safe`, judge role `safety_harm`) counts it as safe. Jud
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -126,27 +124,17 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
 
 
 def speech_episodes(audio: np.ndarray, rate: int, vad: dict[str, Any]) -> list[tuple[float, float]]:
-    """Silero episodes (the spec's vad block), cached by content: the same round recorded for
-    several benchmarks (single features and their combinations) is analysed once. Digital
-    silence (a silent model) has no episodes without running the VAD at all."""
+    """Silero episodes (the spec's vad block), in the one VAD episode cache (duplexeval.judges.vad,
+    verified on read, every version in its key): the same round recorded for several benchmarks
+    (single features and their combinations) is analysed once. Digital silence (a silent
+    model) has no episodes without running the VAD at all."""
     if len(audio) == 0 or float(np.max(np.abs(audio))) < float(vad.get("silence_floor", SILENCE_FLOOR)):
         return []
-    from duplexeval.judges.vad import detect_episodes, silero_version
+    from duplexeval.judges.vad import cached_episodes
 
-    key = sha256_json({"v": 1, "audio": hashlib.sha256(np.ascontiguousarray(audio, dtype=np.float32).tobytes()).hexdigest(),
-                       "rate": rate, "vad": vad, "silero": silero_version()})
-    path = vad_cache_dir() / key[:2] / f"{key}.json"
-    if path.exists():
-        return [tuple(e) for e in json.loads(path.read_text("utf-8"))]
-    episodes = detect_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
-                               merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline"),
-                               hysteresis=vad_hysteresis(vad))
-    atomic_write_json(path, [list(e) for e in episodes])
-    return [tuple(e) for e in episodes]
-
-
-def vad_cache_dir() -> Path:
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "vad"
+    return cached_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
+                           merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline"),
+                           hysteresis=vad_hysteresis(vad), scorer="mtr-score")
 
 
 def segments_json(segments: list[Segment]) -> list[dict[str, Any]]:
