@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from duplexeval.judges.cache import MODES as CACHE_MODES
+
 
 @click.command("segment")
 @click.argument("dialogue", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -14,7 +16,7 @@ import click
 @click.option("--judge", "judge_id", default=None, help="Segmentation judge id (default: the benchmark's).")
 @click.option("--asr-model", default=None, help="Override the ASR with faster-whisper and this model (e.g. tiny.en).")
 @click.option("--cache-mode", default="readwrite", show_default=True,
-              type=click.Choice(["off", "read", "write", "readwrite", "replay"]), help="Judge cache mode.")
+              type=click.Choice(CACHE_MODES), help="Judge cache mode.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the turns here (JSON); default: print them. The dialogue itself is never written.")
 def segment(dialogue: Path, benchmark: str, judge_id: str | None, asr_model: str | None, cache_mode: str,
@@ -69,7 +71,7 @@ def render(script: Path, out_dir: Path, rate: int) -> None:
 @mtr.command("score")
 @click.argument("bench_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--cache-mode", default="readwrite", show_default=True,
-              type=click.Choice(["off", "read", "write", "readwrite", "replay"]))
+              type=click.Choice(CACHE_MODES))
 @click.pass_context
 def score(ctx: click.Context, bench_dir: Path, cache_mode: str) -> None:
     """Alias of `duplexeval score` (every benchmark of a run, or one <model>/<benchmark> folder)."""

@@ -6,8 +6,6 @@ users saw "task not found"). All problems of a file are reported together.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +16,14 @@ from duplexeval.benchmarks.mpe.scenes.rules import rule_problems
 from duplexeval.resources import resource
 from duplexeval.specs import repo_root
 from duplexeval.specs.errors import SpecError, SpecErrors, format_field
+from duplexeval.specs.loader import schema_for
 from duplexeval.specs.yaml_source import load_yaml
 
-SCENE_SCHEMA = resource("specs", "schema", "scene.schema.json")
 EMBEDDED_SCENES = resource("data", "embedded", "mpe", "scenes")
 
 
-@lru_cache(maxsize=1)
 def scene_schema() -> dict[str, Any]:
-    schema = json.loads(SCENE_SCHEMA.read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return schema
+    return schema_for("scene")
 
 
 def _line(locations: dict[tuple, int], at: tuple) -> int:
