@@ -125,6 +125,7 @@ import numpy as np
 import torch
 
 from duplexeval.protocol.server import DuplexServer
+from duplexeval.shims.rng import seed_torch, set_torch_rng_state, torch_rng_state
 
 SAMPLE_RATE = 24000
 FRAME_SAMPLES = 1920
@@ -266,26 +267,6 @@ def restore_streaming_state(module: Any, saved: dict[str, Any], label: str = "mo
                 raise RuntimeError(f"{label}.{name or '<root>'}: streaming state appeared or vanished since the snapshot")
             continue
         _restore_fields(live[name], state.fields, f"{label}.{name or '<root>'}")
-
-
-def rng_state() -> dict[str, Any]:
-    out: dict[str, Any] = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        out["cuda"] = torch.cuda.get_rng_state_all()
-    return out
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["cpu"])
-    if "cuda" in state:
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def seed_everything(seed: int) -> None:
-    """What sampling in moshi draws from: torch's global CPU and CUDA generators."""
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
 
 
 # ---------------------------------------------------------------------------------------
@@ -540,7 +521,7 @@ class MoshiFamilyServer(DuplexServer):
         with torch.no_grad():
             self._reset_state()
             if self._session_begun:
-                seed_everything(self._seed or 0)
+                seed_torch(self._seed or 0)
                 self._seed_row(self._seed or 0)
                 self.begin_session(self._prompt)
 
@@ -551,7 +532,7 @@ class MoshiFamilyServer(DuplexServer):
             if self._session_begun:
                 self._reset_state()
             self._seed, self._prompt, self._session_begun = seed, prompt, True
-            seed_everything(seed)
+            seed_torch(seed)
             self._seed_row(seed)
             self.begin_session(prompt)
 
@@ -607,7 +588,7 @@ class MoshiFamilyServer(DuplexServer):
         with torch.no_grad():
             return {
                 "streaming": {name: capture_streaming_state(m) for name, m in self.streaming_roots().items()},
-                "rng": rng_state(),
+                "rng": torch_rng_state(),
                 "forced_history": {k: v.clone() for k, v in self._forced_history.items()},
                 "frames_stepped": self.frames_stepped,
                 "extra": self.extra_state(),
@@ -620,7 +601,7 @@ class MoshiFamilyServer(DuplexServer):
             roots = self.streaming_roots()
             for name, saved in state["streaming"].items():
                 restore_streaming_state(roots[name], saved, name)
-            set_rng_state(state["rng"])
+            set_torch_rng_state(state["rng"])
             self._forced_history = {k: v.clone() for k, v in state["forced_history"].items()}
             self.frames_stepped = state["frames_stepped"]
             self.last_tokens = self.last_forced_codes = None
@@ -787,4 +768,4 @@ class MoshiFamilyServer(DuplexServer):
 
 
 __all__ = ["FamilyModels", "MoshiFamilyServer", "RowSampler", "capture_streaming_row", "capture_streaming_state",
-           "disable_torch_compile_on_cpu", "restore_streaming_row", "restore_streaming_state", "seed_everything"]
+           "disable_torch_compile_on_cpu", "restore_streaming_row", "restore_streaming_state"]
