@@ -90,12 +90,6 @@ def silero_session():
         return _session
 
 
-def silero_version() -> str:
-    from importlib.metadata import version
-
-    return version("silero-vad")
-
-
 # Windows already computed, by input history. A stream's Silero output and state after n
 # windows are a function of those n windows alone (fixed weights, the zero initial state, one
 # thread, the same kernels: the replay above relies on the same determinism), so a stream
