@@ -130,7 +130,7 @@ def speech_episodes(audio: np.ndarray, rate: int, vad: dict[str, Any]) -> list[t
     model) has no episodes without running the VAD at all."""
     if len(audio) == 0 or float(np.max(np.abs(audio))) < float(vad.get("silence_floor", SILENCE_FLOOR)):
         return []
-    from duplexeval.judges.vad import cached_episodes
+    from duplexeval.judges.vad_cache import cached_episodes
 
     return cached_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
                            merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline"),
