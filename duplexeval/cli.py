@@ -25,6 +25,7 @@ from duplexeval.cli_errors import (
     user_message,
     write_traceback,
 )
+from duplexeval.resources import CACHE_ENV
 
 
 class InternalError(click.ClickException):
@@ -64,7 +65,7 @@ def cli(debug: bool) -> None:
     check_environment()
 
 
-FOLDER_VARIABLES = ("DUPLEXEVAL_CACHE",)
+FOLDER_VARIABLES = (CACHE_ENV,)
 
 
 def check_environment() -> None:

@@ -8,6 +8,7 @@ import, or one circle, planted in it must fail them.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -86,3 +87,23 @@ def test_one_family_naming_another_breaks_independence(package_copy):
     got = _lint_copy(package_copy)
     assert got.returncode != 0
     assert "a benchmark family names no other family BROKEN" in got.stdout
+
+
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_450_lines():
+    """A module has one job (docs/architecture.md); past 450 lines it is doing two."""
+    package = ROOT / "duplexeval"
+    long = {str(p.relative_to(ROOT)): n for p in package.rglob("*.py")
+            if "_bundle" not in p.parts and (n := len(p.read_text("utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def test_the_cache_root_is_computed_in_one_place():
+    """`$DUPLEXEVAL_CACHE` is read by duplexeval.resources.cache_root() alone (issue 27 counted six)."""
+    package = ROOT / "duplexeval"
+    reads = re.compile(r'environ(\.get\(|\[)\s*("DUPLEXEVAL_CACHE"|CACHE_ENV)')
+    readers = sorted(str(p.relative_to(ROOT)) for p in package.rglob("*.py")
+                     if "_bundle" not in p.parts and reads.search(p.read_text("utf-8")))
+    assert readers == ["duplexeval/resources.py"]
