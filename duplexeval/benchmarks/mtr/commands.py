@@ -75,8 +75,11 @@ def render(script: Path, out_dir: Path, rate: int) -> None:
 @click.pass_context
 def score(ctx: click.Context, bench_dir: Path, cache_mode: str) -> None:
     """Alias of `duplexeval score` (every benchmark of a run, or one <model>/<benchmark> folder)."""
-    from duplexeval.commands.score import score as score_all
-
+    # Found by name on the root command, so the family does not import the commands above it.
+    root = ctx.find_root()
+    score_all = root.command.get_command(root, "score") if isinstance(root.command, click.Group) else None
+    if score_all is None:
+        raise click.UsageError("`duplexeval score` is not available to alias")
     ctx.invoke(score_all, run_dir=bench_dir, cache_mode=cache_mode)
 
 
