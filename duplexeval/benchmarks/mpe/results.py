@@ -54,7 +54,7 @@ def aggregate(records: list[dict[str, Any]], bench_spec: dict[str, Any], calls: 
     stop_outcomes = Counter(r["outcome"] for r in stops)
     metrics = {
         "start": {**mpe.rate(fresh, len(start)), "outcomes": {k: counts[k] for k in START_OUTCOMES}},
-        "presence": mpe.rate(fresh + already, len(start)),
+        "presence": mpe.rate(sum(counts[o] for o in mpe.PRESENCE_OUTCOMES), len(start)),
         # Answer's denominator is presence (§3.5): an errored T is not known to have speech,
         # so it is counted apart, like an errored N4 event.
         "answer": {**mpe.rate(sum(1 for r in answers if r["passed"]), fresh + already),
