@@ -8,7 +8,6 @@ so a test that counts VAD runs sees these too.
 
 from __future__ import annotations
 
-import json
 import logging
 from functools import lru_cache
 from pathlib import Path
@@ -16,9 +15,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from duplexeval.io import atomic_write_json, sha256_bytes, sha256_json
+from duplexeval.io import sha256_bytes
 from duplexeval.judges import vad
-from duplexeval.resources import cache_root
+from duplexeval.store import ContentStore
 
 log = logging.getLogger(__name__)
 
@@ -37,26 +36,24 @@ def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speec
     process rebuilds, skips both the offline pass and its torch import.
     """
     params: dict[str, Any] = {"threshold": float(threshold), "min_speech_ms": float(min_speech_ms),
-              "merge_gap_ms": float(merge_gap_ms), "mode": mode, "hysteresis": float(hysteresis)}
+                              "merge_gap_ms": float(merge_gap_ms), "mode": mode, "hysteresis": float(hysteresis)}
     samples = np.ascontiguousarray(audio, dtype="<f4").reshape(-1)
     components = {"v": EPISODES_CACHE_VERSION, "scorer": scorer, "audio_sha256": sha256_bytes(samples.tobytes()),
                   "rate": int(rate), "params": params, "versions": _vad_versions()}
-    key = sha256_json(components)
-    path = (cache_dir or _episodes_cache_root()) / key[:2] / f"{key}.json"
-    if cache and path.exists():
-        hit = _read_episodes(path, key)
+    store = ContentStore("vad", "episodes", cache_dir)
+    if cache:
+        hit = store.get(components)
         if hit is not None:
-            return hit
+            try:
+                return [(float(s), float(e)) for s, e in hit]
+            except (ValueError, TypeError) as exc:
+                log.warning("ignoring a VAD cache entry that holds no episodes (%s); running the VAD again", exc)
     episodes = [(float(s), float(e)) for s, e in vad.detect_episodes(
         audio, rate, threshold=params["threshold"], min_speech_ms=params["min_speech_ms"],
         merge_gap_ms=params["merge_gap_ms"], mode=mode, hysteresis=params["hysteresis"])]
     if cache:
-        atomic_write_json(path, {"key": key, "components": components, "episodes": [list(e) for e in episodes]})
+        store.put(components, [list(e) for e in episodes])
     return episodes
-
-
-def _episodes_cache_root() -> Path:
-    return cache_root() / "vad"
 
 
 @lru_cache(maxsize=1)
@@ -71,14 +68,3 @@ def _vad_versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[name] = "not-installed"
     return out
-
-
-def _read_episodes(path: Path, key: str) -> list[tuple[float, float]] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data["key"] != key or sha256_json(data["components"]) != key:
-            raise ValueError("key does not match its components")
-        return [(float(s), float(e)) for s, e in data["episodes"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring corrupt VAD cache entry %s (%s); running the VAD again", path, exc)
-        return None
