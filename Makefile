@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 # The suite runs on every core (pytest-xdist; tests/conftest.py says how modules are grouped).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: setup test fuzz reproduce validate image clean-runs qwen3-venv harness-image harness-check
+.PHONY: setup test lint fuzz reproduce validate image clean-runs qwen3-venv harness-image harness-check
 
 setup: $(STAMP)
 
@@ -50,6 +50,13 @@ test: setup qwen3-venv
 	# Qwen3-ASR on random tiny models runs in its own venv, as one test of this session
 	# (tests/test_qwen3_venv.py), beside the rest: one summary, no core idle meanwhile.
 	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+
+# The static checks alone (tests/test_static_checks.py runs them within `make test`; their
+# settings are in pyproject.toml and only rise).
+lint: setup
+	$(VENV)/bin/ruff check duplexeval
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # Work units spread over one model server per core (docs/runner.md, "Executors"); JOBS=1 is serial.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)

@@ -16,8 +16,16 @@ import sys
 import click
 
 from duplexeval import __version__
-from duplexeval.cli_errors import BUG_EXIT, bug_message, is_expected, undecodable, user_message, write_traceback
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import (
+    BUG_EXIT,
+    CommandError,
+    bug_message,
+    is_expected,
+    undecodable,
+    user_message,
+    write_traceback,
+)
+from duplexeval.resources import CACHE_ENV
 
 
 class InternalError(click.ClickException):
@@ -57,7 +65,7 @@ def cli(debug: bool) -> None:
     check_environment()
 
 
-FOLDER_VARIABLES = ("DUPLEXEVAL_CACHE",)
+FOLDER_VARIABLES = (CACHE_ENV,)
 
 
 def check_environment() -> None:

@@ -17,6 +17,8 @@ import time
 import traceback
 from pathlib import Path
 
+import click
+
 from duplexeval.secrets import redact  # noqa: F401  (re-exported: the CLI redacts every message)
 
 EXPECTED_EXIT = 2
@@ -120,3 +122,12 @@ def undecodable(exc: UnicodeDecodeError, args: list[str]) -> str:
     if len(files) == 1:
         return f"{files[0]}: {what}"
     return f"{' or '.join(files) if files else 'an input file'}: {what}"
+
+
+class CommandError(click.ClickException):
+    """An expected error (bad input, no engine, missing image): one line, exit status 2, no traceback.
+
+    Here, below every command and benchmark family, so a family's commands raise it without
+    importing `duplexeval.commands`."""
+
+    exit_code = EXPECTED_EXIT

@@ -10,6 +10,7 @@ or on which of the two it is.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -79,3 +80,17 @@ def project_dir(spec_path: Path, kind_folder: str) -> Path:
 
 
 __all__ = ["BUNDLE_DIR", "BundleNotFound", "bundle_root", "checkout_root", "import_root", "package_dir", "project_dir", "resource"]
+
+
+CACHE_ENV = "DUPLEXEVAL_CACHE"
+
+
+def cache_root() -> Path:
+    """The harness's cache folder: `$DUPLEXEVAL_CACHE`, else ./.cache.
+
+    Judges, ASR, VAD episodes, TTS, data sets and MTR's rendered dialogues each keep a
+    subfolder of it. Computed here only, and at each call, so setting the variable (a test,
+    `--cache`) moves every cache at once. Model weights and the image wheelhouse live
+    elsewhere (`$DUPLEXEVAL_WEIGHTS_CACHE`, `$DUPLEXEVAL_WHEELHOUSE`): they outlive checkouts.
+    """
+    return Path(os.environ.get(CACHE_ENV, Path.cwd() / ".cache"))

@@ -9,7 +9,6 @@ one, nothing changes: the same flite clips under the same keys.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -20,13 +19,14 @@ import numpy as np
 
 from duplexeval.audio import read_wav, resample, write_wav
 from duplexeval.io import sha256_json
+from duplexeval.resources import cache_root
 
 FLITE_VOICES = ("slt", "rms", "awb", "kal16")
 TTS_CACHE_VERSION = 1
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "tts"
+    return cache_root() / "tts"
 
 
 def flite_binary() -> str:

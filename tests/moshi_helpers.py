@@ -14,7 +14,7 @@ from types import ModuleType
 
 import numpy as np
 
-from duplexeval.runner.modelspec import REPO_ROOT
+from duplexeval.specs.modelspec import REPO_ROOT
 
 FRAME = 1920
 RATE = 24000

@@ -12,7 +12,7 @@ import pytest
 
 from duplexeval.runner import load_model_spec, model_spec_from
 from duplexeval.runner.conformance import run_conformance
-from duplexeval.runner.modelspec import REPO_ROOT
+from duplexeval.specs.modelspec import REPO_ROOT
 from runner_helpers import faulty_spec
 
 

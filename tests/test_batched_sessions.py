@@ -27,7 +27,7 @@ from duplexeval.runner.batch import probe_max_sessions, run_sessions
 from duplexeval.runner.client import ProtocolClient
 from duplexeval.runner.conformance import run_conformance
 from duplexeval.runner.errors import ModelFault
-from duplexeval.runner.modelspec import REPO_ROOT, ModelSpec, model_spec_from
+from duplexeval.specs.modelspec import REPO_ROOT, ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, run_session
 from duplexeval.specs import Registry
 from runner_helpers import tone

@@ -23,7 +23,7 @@ from duplexeval.containers.build import build_image
 from duplexeval.containers.engine import MANAGED_LABEL, RUN_LABEL
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.backends.docker import run_kwargs
-from duplexeval.runner.modelspec import REPO_ROOT, model_spec_from
+from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 from runner_helpers import faulty_spec, tone
 
 pytestmark = pytest.mark.docker

@@ -63,7 +63,7 @@ def test_published_rows_become_scenes_that_keep_their_clips(tmp_path, cache):
     result = run_import(copy)
     assert result.exit_code == 0, result.output
     assert "scenes: 1 scenes (the paper: 2000 per condition)" in result.output
-    from duplexeval.benchmarks.mpe.plan import load_bench_scenes
+    from duplexeval.benchmarks.mpe.scenes.loader import load_bench_scenes
     from duplexeval.benchmarks.mpe.scenes.render import render_turns
     from duplexeval.specs import Registry
 

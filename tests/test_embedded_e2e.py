@@ -139,3 +139,15 @@ def test_sensitivity_rescores_every_reading_without_touching_the_run(runs):
         check_switches([Switch(field, "no-such-reading")], [spec])
     html = Path(write_report(run, formats=["html"], with_arithmetic=False)["html"]).read_text()
     assert 'id="sensitivity"' in html and field in html
+
+
+def test_every_results_json_follows_the_results_envelope(runs):
+    """specs/schema/results.schema.json holds for every folder, the text-only reference included."""
+    from duplexeval.benchmarks.bench_folder import envelope_problems
+
+    files = sorted(p for run_dir in runs.values() for p in run_dir.glob("*/*/results.json"))
+    assert len(files) >= 3
+    for path in files:
+        data = json.loads(path.read_text())
+        assert envelope_problems(data) == [], path
+        assert data["schema"] == "duplexeval.results/1" and data["model"] == path.parent.parent.name

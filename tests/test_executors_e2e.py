@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from duplexeval.commands.run import run_suite
-from duplexeval.runner.modelspec import REPO_ROOT
+from duplexeval.specs.modelspec import REPO_ROOT
 
 ray = pytest.importorskip("ray")
 

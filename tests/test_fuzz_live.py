@@ -40,7 +40,7 @@ from duplexeval.protocol.wire import HEADER, ErrorCode, FrameError, FrameKind, d
 from duplexeval.runner import FileStimulus, load_model_spec
 from duplexeval.runner.backends import make_backend
 from duplexeval.runner.client import Endpoint
-from duplexeval.runner.modelspec import model_spec_from
+from duplexeval.specs.modelspec import model_spec_from
 from duplexeval.runner.session import run_session
 from fuzz_settings import fuzz
 

@@ -19,7 +19,7 @@ import pytest
 
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
-from duplexeval.runner.modelspec import REPO_ROOT, model_spec_from
+from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 from duplexeval.runner.session import pipeline_window
 from runner_helpers import ScriptedStimulus, faulty_spec, tone
 

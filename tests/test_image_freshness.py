@@ -19,7 +19,7 @@ import pytest
 from duplexeval.containers.build import (BASE_LABEL, CONTEXT_LABEL, WHEELS_LABEL, context_sha256, freshness,
                                          image_record, stage_sources, tree_context_sha256)
 from duplexeval.runner.backends import docker as docker_backend
-from duplexeval.runner.modelspec import LOCAL_BASE_IMAGE, model_spec_from
+from duplexeval.specs.modelspec import LOCAL_BASE_IMAGE, model_spec_from
 
 TAG = "duplexeval/fresh-probe:test"
 DOCKERFILE = "ARG BASE\nFROM ${BASE}\nCOPY images/fresh-probe/ /probe/\n"

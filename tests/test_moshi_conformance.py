@@ -16,7 +16,7 @@ from duplexeval.protocol.wire import FrameKind
 from duplexeval.runner import load_model_spec
 from duplexeval.runner.backends import make_backend
 from duplexeval.runner.client import ProtocolClient
-from duplexeval.runner.modelspec import REPO_ROOT
+from duplexeval.specs.modelspec import REPO_ROOT
 from moshi_helpers import signal
 
 CHECKS = ("start", "handshake", "lockstep", "reset", "errors", "fork", "teacher_forcing", "realtime")

@@ -163,7 +163,7 @@ def test_wordless_speech_straddling_an_edge_fails_once_where_it_lies(tmp_path, m
 # -- denominators --------------------------------------------------------------------------
 
 def test_deleted_item_folders_of_planned_scenes_are_missing_units_not_absent_ones(tmp_path) -> None:
-    from duplexeval.benchmarks.mpe.plan import load_bench_scenes
+    from duplexeval.benchmarks.mpe.scenes.loader import load_bench_scenes
     from duplexeval.benchmarks.mpe.plan_file import write_plan_file
     from duplexeval.benchmarks.mpe.scenes.loader import EMBEDDED_SCENES
 

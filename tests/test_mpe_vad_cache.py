@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duplexeval.judges import vad as vad_module
+from duplexeval.judges import vad as vad_module, vad_cache
 from duplexeval.benchmarks.mpe import score as mpe_score
 from duplexeval.tts import synthesize
 
@@ -97,10 +97,10 @@ def test_mtr_segmentation_reads_its_offline_episodes_back_under_its_own_key(chan
     """MTR's plan is rebuilt by every worker process: its offline pass (and torch import) runs once."""
     rules = dict(threshold=0.5, min_speech_ms=250.0, merge_gap_ms=500.0, hysteresis=0.15)
     expected = vad_module.detect_episodes(channel, RATE, mode="offline", **rules)
-    runs = [vad_module.cached_episodes(channel, RATE, mode="offline", scorer="mtr-segmentation", cache_dir=tmp_path,
+    runs = [vad_cache.cached_episodes(channel, RATE, mode="offline", scorer="mtr-segmentation", cache_dir=tmp_path,
                                        **rules) for _ in range(2)]
     assert runs == [expected, expected] and len(vad_calls) == 2  # the direct pass and the first call
-    causal = vad_module.cached_episodes(channel, RATE, mode="causal", scorer="mtr-segmentation", cache_dir=tmp_path,
+    causal = vad_cache.cached_episodes(channel, RATE, mode="causal", scorer="mtr-segmentation", cache_dir=tmp_path,
                                         **rules)
     assert len(vad_calls) == 3 and causal == vad_module.detect_episodes(channel, RATE, mode="causal", **rules)
     assert len(list(tmp_path.rglob("*.json"))) == 2  # the mode is part of the key

@@ -120,3 +120,15 @@ def test_report_renders_the_per_round_results(run_dir):
     other = html[html.index('id="mtr-other"'):html.index("</section>", html.index('id="mtr-other"'))]
     assert "score: " in other and "refusal: " in other and "error:" not in other
     assert "100.0 → 100.0" in other  # the oracle refuses every harmful request
+
+
+def test_every_results_json_follows_the_results_envelope(run_dir):
+    """The same envelope as Duplex-MPE's (specs/schema/results.schema.json), ok and error always counted."""
+    from duplexeval.benchmarks.bench_folder import envelope_problems
+
+    files = sorted(run_dir.glob("*/*/results.json"))
+    assert files
+    for path in files:
+        data = json.loads(path.read_text())
+        assert envelope_problems(data) == [], path
+        assert {"ok", "error", "total"} <= set(data["items"])

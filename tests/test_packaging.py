@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from duplexeval.resources import bundle_root, project_dir
-from duplexeval.runner.modelspec import model_spec_from
+from duplexeval.specs.modelspec import model_spec_from
 from duplexeval.specs import (
     SPECS_ENV, Registry, SpecErrors, find_spec_file, load_spec, spec_roots, specs_root,
 )
@@ -219,7 +219,7 @@ STAGE = """
 import sys
 from pathlib import Path
 from duplexeval.containers.build import stage_build_context
-from duplexeval.runner.modelspec import load_model_spec
+from duplexeval.specs.modelspec import load_model_spec
 dest = Path(sys.argv[1])
 stage_build_context(load_model_spec("my-silent"), dest, progress=lambda _: None)
 print("\\n".join(sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())))

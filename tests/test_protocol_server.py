@@ -16,7 +16,7 @@ from duplexeval.io import read_jsonl
 from duplexeval.audio import read_stereo_recording
 from duplexeval.runner import FileStimulus, load_model_spec, run_item
 from duplexeval.runner.client import Endpoint
-from duplexeval.runner.modelspec import REPO_ROOT
+from duplexeval.specs.modelspec import REPO_ROOT
 from duplexeval.runner.session import run_session
 
 TESTS = Path(__file__).parent

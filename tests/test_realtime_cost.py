@@ -18,7 +18,7 @@ from _realtime_standin import StandInRealtimeServer  # noqa: E402
 from duplexeval.cli import cli
 from duplexeval.realtime import cost
 from duplexeval.runner.items import run_items
-from duplexeval.runner.modelspec import load_model_spec, model_spec_from
+from duplexeval.specs.modelspec import load_model_spec, model_spec_from
 from duplexeval.runner.stimulus import FileStimulus
 
 RATE = 16000

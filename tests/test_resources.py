@@ -26,7 +26,7 @@ from duplexeval.cli_errors import is_expected, user_message
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.backends.base import OWNER_FILE, SOCKET_DIR_PREFIX
 from duplexeval.runner.integrity import item_status
-from duplexeval.runner.modelspec import REPO_ROOT
+from duplexeval.specs.modelspec import REPO_ROOT
 from runner_helpers import faulty_spec, tone
 
 RATE = 16000

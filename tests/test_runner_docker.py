@@ -13,11 +13,11 @@ import time
 from docker.types import DeviceRequest
 
 from duplexeval.containers.base_image import apt_mirror
-from duplexeval.containers.cleanup import stale_socket_dirs
 from duplexeval.runner import load_model_spec
 from duplexeval.runner.backends.base import OWNER_FILE
 from duplexeval.runner.backends.docker import CONTAINER_USER, run_kwargs
-from duplexeval.runner.modelspec import model_spec_from
+from duplexeval.runner.backends.socket_dirs import stale_socket_dirs
+from duplexeval.specs.modelspec import model_spec_from
 
 
 def test_moshi_container_has_no_network_a_read_only_root_and_one_gpu():

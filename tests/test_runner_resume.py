@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from duplexeval.runner import FileStimulus, RunConfigMismatch, load_model_spec, run_items
-from duplexeval.runner.modelspec import REPO_ROOT
+from duplexeval.specs.modelspec import REPO_ROOT
 from runner_helpers import tone
 
 TESTS = Path(__file__).parent

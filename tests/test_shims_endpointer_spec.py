@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duplexeval.runner.modelspec import load_model_spec
+from duplexeval.specs.modelspec import load_model_spec
 from duplexeval.shims.endpointer import ENV, Endpointer, rules_from_env, spec_env
 from duplexeval.shims.vocalnet import VocalNetServer
 from duplexeval.specs import SpecErrors, specs_root

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from duplexeval.runner.modelspec import REPO_ROOT
+from duplexeval.specs.modelspec import REPO_ROOT
 from duplexeval.specs import Registry
 
 OURS = {"minicpm-o-4.5": None, "freeze-omni": "3e17af43b4fe64ba9609b4e1ba94c443c45101c0",

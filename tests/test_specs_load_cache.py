@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from duplexeval.specs import Registry, SpecErrors, repo_root
-from duplexeval.specs import registry as registry_module
+from duplexeval.specs import index as registry_module
 
 
 @pytest.fixture()

@@ -26,7 +26,7 @@ from duplexeval.io import read_jsonl
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.errors import RunConfigMismatch
 from duplexeval.runner.items import ModelHost, item_seed, prepare_out_dir
-from duplexeval.runner.modelspec import REPO_ROOT, model_spec_from
+from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 from duplexeval.runner.unit_batch import UnitSession, play_units
 from runner_helpers import tone
 

@@ -37,7 +37,7 @@ def transcript_cache_dir() -> Path:
     """Where transcripts outlive the process: the harness's cache folder (`$DUPLEXEVAL_CACHE`),
     under a digest of everything that decides the words (weights, decoding, package versions,
     how segments are joined), so another configuration never reads them."""
-    from duplexeval.judges.asr import cache_root
+    from duplexeval.resources import cache_root
 
     return cache_root() / "cascade-asr" / _asr_config_digest()
 

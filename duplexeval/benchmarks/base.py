@@ -51,8 +51,8 @@ class Benchmark(ABC):
         return [f"{rel}: " + ", ".join(f"{k}={v.get('value')} ({v.get('numerator')}/{v.get('denominator')})"
                                        for k, v in metrics.items() if isinstance(v, dict))]
 
-    def after_run(self, run_dir: Path, jobs: list[Job], *, cache_mode: str, limit: int | None,
-                  progress: Callable[[str], None]) -> None:
+    def after_run(self, run_dir: Path, jobs: list[Job], *, cache_mode: str, limit: int | None,  # noqa: B027
+                  progress: Callable[[str], None]) -> None:  # optional hook: most families have nothing to add
         """Outputs of the run that belong to the benchmark, not to one model (e.g. Duplex-MPE's
         text-only reference). `jobs` are this family's jobs of the run, planned or not."""
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval.data import sets
-from duplexeval.data import snapshot as snap
+from duplexeval.data import sets, snapshot as snap
 
 _cache_option = click.option(
     "--cache", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -33,8 +32,7 @@ def _fail(exc: snap.SnapshotError) -> None:
 
 def _url_set(name: str, action: str) -> None:
     """fetch / verify / path of a URL data set (the MTR family's loader)."""
-    from duplexeval.benchmarks.mtr.datasets import DATASETS, DatasetUnavailable, _check, data_cache
-    from duplexeval.benchmarks.mtr.datasets import fetch as fetch_url
+    from duplexeval.benchmarks.mtr.datasets import DATASETS, DatasetUnavailable, _check, data_cache, fetch as fetch_url
 
     try:
         if action == "fetch":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
 
 SUFFIX = {"csv": "csv", "parquet": "parquet", "markdown": "md", "json": "json"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
 from duplexeval.commands.runner import model_spec_or_exit
 
 
@@ -63,8 +63,8 @@ def build(model_id: str, base_image: str | None, force: bool) -> None:
 def ls() -> None:
     """The images of every model spec that names one, and whether this engine has them."""
     from duplexeval.containers.build import image_record
-    from duplexeval.runner.modelspec import model_spec_from
     from duplexeval.specs import Registry
+    from duplexeval.specs.modelspec import model_spec_from
 
     client = _client()
     seen: set[str] = set()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
 
 SHOWN = 2  # the error stays short (docs/reliability.md); `duplexeval verify` lists every finding
 

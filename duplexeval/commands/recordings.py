@@ -16,7 +16,8 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
+from duplexeval.judges.cache import MODES as CACHE_MODES
 
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MPE_REFUSAL = ("Duplex-MPE recordings cannot be imported: its stimulus depends on the model (playback waits for "
@@ -52,7 +53,7 @@ def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
 @click.option("--run-id", help="Name of the run folder to create (default: import-<benchmark>-<UTC time>).")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--cache-mode", default="readwrite", show_default=True,
-              type=click.Choice(["off", "read", "write", "readwrite", "replay"]), help="Judge cache mode.")
+              type=click.Choice(CACHE_MODES), help="Judge cache mode.")
 def import_recordings(benchmark: str, src: Path, model: str, layout: str, suite: str | None, run_id: str | None,
                       runs_dir: Path, cache_mode: str) -> None:
     """Score stereo WAVs recorded elsewhere, after checking each against the benchmark's stimulus.

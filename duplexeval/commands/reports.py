@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 from duplexeval.reports.compare import compare_run, counts, failed, format_diff
 from duplexeval.reports.golden import golden_files, load_golden, suite_golden_paths

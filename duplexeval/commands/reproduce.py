@@ -11,10 +11,17 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands.runner import backend_options
 from duplexeval.commands.bounds import run_id_name
-from duplexeval.commands.run import (RUN_ERRORS, _print_results, _split, check_options, executor_options,
-                                     print_item_errors, run_suite)
+from duplexeval.commands.run import (
+    RUN_ERRORS,
+    _print_results,
+    _split,
+    check_options,
+    executor_options,
+    print_item_errors,
+    run_suite,
+)
+from duplexeval.commands.runner import backend_options
 from duplexeval.runs.outcomes import ITEMS_ERRORED
 from duplexeval.specs import Registry, repo_root
 

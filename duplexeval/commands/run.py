@@ -65,7 +65,7 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     run_dir = runs_dir / run_id
     planned = with_runner(planned, run_id, backend, endpoint, max_sessions)
     if price_per_minute is not None or max_cost is not None:
-        from duplexeval.realtime.cost import apply_budget
+        from duplexeval.runs.cost_estimate import apply_budget
 
         apply_budget(planned, run_dir, clock, limit, price_per_minute, max_cost)  # read by the realtime bridges
     manifest = build_manifest(run_id, suite_id, planned, registry, clock, seed, suite["cache_mode"])
@@ -212,7 +212,7 @@ def run(suite_id, models, benchmarks, run_id, fresh, with_report, runs_dir, limi
     if fresh:
         run_id = fresh_run_id(suite_id, _split(models), _split(benchmarks))
     if dry_run:
-        from duplexeval.realtime.cost import dry_run_lines
+        from duplexeval.runs.cost_estimate import dry_run_lines
 
         try:
             lines = dry_run_lines(suite_id, _split(models), _split(benchmarks), clock, limit, price_per_minute)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
 from duplexeval.commands.bounds import HARNESS_RATES, finite
 
 INPUT_RATES = (1000, 384000)  # Hz a real recording can have
@@ -16,8 +16,8 @@ INPUT_RATES = (1000, 384000)  # Hz a real recording can have
 def model_spec_or_exit(model_id: str, backend: str | None = None, endpoint: str | None = None):
     """The model spec with the run's backend applied, or a one-line error naming the file/field."""
     from duplexeval.commands.bounds import check_backend
-    from duplexeval.runner.modelspec import load_model_spec
     from duplexeval.specs import SpecErrors, UnknownSpecError
+    from duplexeval.specs.modelspec import load_model_spec
 
     check_backend(backend, endpoint)
     try:
@@ -112,7 +112,8 @@ def check_input_wav(wav: Path) -> None:
 def cleanup(run_id: str | None) -> None:
     """Remove what killed runs left: labelled model containers and stale /tmp/dxe-* socket folders."""
     from duplexeval.containers import EngineUnavailable, docker_client
-    from duplexeval.containers.cleanup import remove_managed_containers, remove_stale_socket_dirs
+    from duplexeval.containers.cleanup import remove_managed_containers
+    from duplexeval.runner.backends.socket_dirs import remove_stale_socket_dirs
 
     for path in remove_stale_socket_dirs():
         click.echo(f"removed socket folder {path}")

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
+from duplexeval.judges.cache import MODES as CACHE_MODES
 
 
 @click.command("score")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--cache-mode", default="readwrite", show_default=True,
-              type=click.Choice(["off", "read", "write", "readwrite", "replay"]), help="Judge cache mode.")
+              type=click.Choice(CACHE_MODES), help="Judge cache mode.")
 def score(run_dir: Path, cache_mode: str) -> None:
     """Re-score a run from its recordings, every benchmark (Duplex-MPE, MTR-DuplexBench, any plug-in).
 

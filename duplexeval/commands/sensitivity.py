@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands import CommandError
+from duplexeval.cli_errors import CommandError
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 
 

@@ -27,7 +27,7 @@ from duplexeval.containers.engine import MANAGED_LABEL, MODEL_LABEL
 from duplexeval.containers.wheelhouse import MANIFEST, stage_wheelhouse
 from duplexeval.io import sha256_file, sha256_json
 from duplexeval.resources import package_dir
-from duplexeval.runner.modelspec import LOCAL_BASE_IMAGE, ModelSpec
+from duplexeval.specs.modelspec import LOCAL_BASE_IMAGE, ModelSpec
 
 CONTEXT_LABEL = "duplexeval.context"
 WHEELS_LABEL = "duplexeval.wheelhouse"

@@ -22,8 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.data import sets
-from duplexeval.data import snapshot as snap
+from duplexeval.data import sets, snapshot as snap
 from duplexeval.io import atomic_write_json, sha256_file
 
 IMPORT_MANIFEST = "duplexeval-import.json"

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from duplexeval.data import snapshot as snap
+from duplexeval.resources import cache_root
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def data_root() -> Path:
     env = os.environ.get("DUPLEXEVAL_DATA_CACHE")
     if env:
         return Path(env).expanduser()
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "datasets"
+    return cache_root() / "datasets"
 
 
 def data_set(name: str) -> DataSet:

@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 from duplexeval.runner.fork import Group, play_group
 from duplexeval.runner.items import ITEM_ID, ItemResult, ModelHost, finished_status, play_item, prepare_out_dir
-from duplexeval.runner.modelspec import ModelSpec, model_spec_from
 from duplexeval.runner.unit_batch import UnitSession, play_units
+from duplexeval.specs.modelspec import ModelSpec, model_spec_from
 
 
 class CannotRun(Exception):

@@ -23,9 +23,7 @@ a `Transcript` (`duplexeval.judges.transcript`).
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -33,20 +31,16 @@ from typing import Any
 import numpy as np
 
 from duplexeval.audio import resample
-from duplexeval.io import atomic_write_json, sha256_bytes, sha256_json
+from duplexeval.io import sha256_bytes, sha256_json
 from duplexeval.judges.local_models import MissingExtraError, MissingWeightsError  # noqa: F401  (public here)
 from duplexeval.judges.transcript import Transcript, Word  # noqa: F401  (public here)
+from duplexeval.store import ContentStore
 
 log = logging.getLogger(__name__)
 
 ASR_RATE = 16000
 ASR_CACHE_VERSION = 1
 DEFAULT_ASR: dict[str, Any] = {"backend": "faster-whisper", "model": "tiny.en", "language": "en"}
-
-
-def cache_root() -> Path:
-    """The `.cache` root shared with TTS and the judge cache; `$DUPLEXEVAL_CACHE` moves it."""
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache"))
 
 
 def _package_version(name: str) -> str:
@@ -138,10 +132,9 @@ def transcribe(audio: np.ndarray, rate: int, asr: dict[str, Any] | None = None, 
         raise ValueError(f"transcribe expects mono audio, got shape {audio.shape}")
     audio_16k = resample(audio, rate, ASR_RATE)
     components = cache_components(audio_16k, spec)
-    key = sha256_json(components)
-    path = (cache_dir or cache_root() / "asr") / key[:2] / f"{key}.json"
-    if cache and path.exists():
-        hit = _read_cached(path, key)
+    store = ContentStore("asr", "transcript", cache_dir)
+    if cache:
+        hit = _from_store(store.get(components))
         if hit is not None:
             return hit
     backend = _backend(spec["backend"])
@@ -150,18 +143,17 @@ def transcribe(audio: np.ndarray, rate: int, asr: dict[str, Any] | None = None, 
     else:
         result = backend.transcribe(audio_16k, spec["model"], spec.get("language"), components["options"])
     if cache:
-        atomic_write_json(path, {"key": key, "components": components, "transcript": result.to_json()})
+        store.put(components, result.to_json())
     return result
 
 
-def _read_cached(path: Path, key: str) -> Transcript | None:
+def _from_store(stored: Any) -> Transcript | None:
+    if stored is None:
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data["key"] != key or sha256_json(data["components"]) != key:
-            raise ValueError("key does not match its components")
-        return Transcript.from_json(data["transcript"], from_cache=True)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring corrupt ASR cache entry %s (%s); transcribing again", path, exc)
+        return Transcript.from_json(stored, from_cache=True)
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring an ASR cache entry that is no transcript (%s); transcribing again", exc)
         return None
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
 from duplexeval.io import atomic_write_json, sha256_json
+from duplexeval.resources import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class CorruptEntry(ValueError):
 
 def default_cache_root() -> Path:
     """`.cache/judges` under `$DUPLEXEVAL_CACHE` (default ./.cache), like TTS and ASR."""
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "judges"
+    return cache_root() / "judges"
 
 
 def key_components(*, provider: str, model: str, snapshot: str | None, base_url: str | None,

@@ -21,8 +21,13 @@ from typing import Any, Callable
 
 from duplexeval.judges.artifacts import artifact_hashes  # noqa: F401  (re-exported: older imports)
 from duplexeval.judges.cache import JudgeCache, cache_key, key_components
-from duplexeval.judges.providers import (DEFAULT_BASE_URLS, DEFAULT_CONCURRENCY, Provider, check_decoding,
-                                         provider_semaphore)
+from duplexeval.judges.providers import (
+    DEFAULT_BASE_URLS,
+    DEFAULT_CONCURRENCY,
+    Provider,
+    check_decoding,
+    provider_semaphore,
+)
 from duplexeval.judges.retry import RetryPolicy, call_with_retries
 from duplexeval.judges.templates import PromptTemplate
 from duplexeval.judges.verdict import Verdict, parse_verdict

@@ -16,6 +16,8 @@ block says where the files come from:
 A backend asked for a model that has no spec may be given a local path instead (a folder
 or a checkpoint file): the tests do that with randomly initialised tiny models. Either way
 the weights' identity (pinned revision + file hashes) goes into every cache key.
+Which specs are local models, and the references to them, are the spec layer's
+(duplexeval.specs.local_models).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.io import sha256_json
+from duplexeval.specs.local_models import LOCAL_TASKS, find_spec, is_local_path, local_specs  # noqa: F401  (public here)
 
-LOCAL_TASKS = ("asr", "forced-alignment", "tts")
 FILES_FOLDER = "files"  # file weights live in <cache>/<spec id>/files/
 
 
@@ -50,49 +52,6 @@ class LocalWeights:
 
     def to_json(self) -> dict[str, Any]:
         return {"spec": self.spec_id, "sha256": self.identity, "source": self.describe}
-
-
-# --- specs --------------------------------------------------------------------------
-
-_SPEC_MEMO: dict[tuple[str, float], Any] = {}
-
-
-def local_specs(root: Path | None = None) -> list[Any]:
-    """Every judge spec whose task is asr, forced-alignment or tts (they live in specs/judges/perception/)."""
-    from duplexeval.specs import SpecErrors, load_spec, spec_roots
-
-    out = []
-    for folder in (r / "judges" for r in ((root,) if root else spec_roots())):  # $DUPLEXEVAL_SPECS, bundle
-        for path in sorted(folder.rglob("*.yaml")):
-            if path.name.startswith("_") or "prompts" in path.relative_to(folder).parts:
-                continue
-            key = (str(path), path.stat().st_mtime)
-            if key not in _SPEC_MEMO:
-                try:
-                    _SPEC_MEMO[key] = load_spec(path, expected_kind="judge")
-                except SpecErrors:
-                    _SPEC_MEMO[key] = None  # `duplexeval validate` reports it; here it is just not found
-            spec = _SPEC_MEMO[key]
-            if spec is not None and spec.data.get("task") in LOCAL_TASKS:
-                out.append(spec)
-    return out
-
-
-def find_spec(task: str, provider: str, model: str, root: Path | None = None) -> Any | None:
-    """The spec of (task, backend, model), e.g. ("asr", "qwen3-asr", "Qwen/Qwen3-ASR-1.7B"), or None."""
-    for spec in local_specs(root):
-        d = spec.data
-        if d["task"] == task and d["provider"] == provider and d.get("model") == model:
-            return spec
-    return None
-
-
-def spec_by_id(spec_id: str, root: Path | None = None) -> Any:
-    for spec in local_specs(root):
-        if spec.id == spec_id:
-            return spec
-    known = ", ".join(s.id for s in local_specs(root))
-    raise ValueError(f"no ASR/TTS/aligner spec {spec_id!r} in specs/judges/perception/ (known: {known})")
 
 
 # --- weights ------------------------------------------------------------------------
@@ -122,11 +81,6 @@ def path_weights(path: str | Path) -> LocalWeights:
     hashes = {str(f.relative_to(p) if p.is_dir() else f.name): file_sha256(f) for f in files}
     return LocalWeights(folder=p if p.is_dir() else p.parent, identity=sha256_json({"files": hashes}),
                         spec_id=None, describe=f"local path {p}")
-
-
-def is_local_path(model: str) -> bool:
-    """A model name that is a path on disk ('/...', './...', '~/...' or an existing file/folder)."""
-    return model.startswith(("/", "./", "../", "~")) or Path(model).exists()
 
 
 def spec_weights(spec: Any) -> LocalWeights:
@@ -196,67 +150,3 @@ def weights_status(data: dict[str, Any]) -> str:
     except MissingWeightsError as exc:
         return "changed" if "differs" in str(exc) else "not placed"
     return "verified"
-
-
-# --- cross-references (duplexeval validate) ------------------------------------------
-
-# ASR backends whose weights a spec must pin (faster-whisper's come bundled, pocketsphinx ships its own).
-SPEC_WEIGHTS_ASR = {"whisper-timestamped": ("whisper-timestamped",), "stable-ts": ("stable-ts", "whisper-timestamped"),
-                    "qwen3-asr": ("qwen3-asr",)}
-
-
-def reference_problems(registry: Any) -> list[tuple[Any, tuple, str]]:
-    """(spec, field path, message) for every ASR/TTS selection that names no spec'd model.
-
-    A benchmark's (or a suite override's) asr block of a backend with downloaded weights
-    must name a model some asr spec pins (or a local path); a qwen3-tts block must name a
-    tts spec and only voices that spec lists; a judge role must name a verdict judge, not
-    a perception model.
-    """
-    problems: list[tuple[Any, tuple, str]] = []
-    local = {s.id: s for s in registry.all("judge") if s.data.get("task") in LOCAL_TASKS}
-
-    def has(task: str, providers: tuple[str, ...], model: str) -> bool:
-        return any(s.data["task"] == task and s.data["provider"] in providers and s.data.get("model") == model
-                   for s in local.values())
-
-    def check_asr(spec: Any, at: tuple, block: dict) -> None:
-        backend, model = block.get("backend"), block.get("model")
-        providers = SPEC_WEIGHTS_ASR.get(backend)
-        if providers and model and not is_local_path(model) and not has("asr", providers, model):
-            problems.append((spec, at + ("model",), f"asr backend {backend} model {model!r}: no spec in specs/judges/perception/ "
-                             f"(task asr, provider {providers[0]}) pins its weights"))
-        aligner = (block.get("options") or {}).get("forced_aligner")
-        if aligner and not is_local_path(aligner) and not has("forced-alignment", ("qwen3-asr",), aligner):
-            problems.append((spec, at + ("options", "forced_aligner"),
-                             f"forced aligner {aligner!r}: no spec in specs/judges/perception/ (task forced-alignment) pins its weights"))
-
-    def check_roles(spec: Any, at: tuple, roles: dict) -> None:
-        for role, judge_id in roles.items():
-            if judge_id in local:
-                problems.append((spec, at + (role,), f"judge role {role} names {judge_id}, a {local[judge_id].data['task']} "
-                                 "model spec, not a verdict judge"))
-
-    for spec in registry.all("benchmark"):
-        if isinstance(spec.data.get("asr"), dict):
-            check_asr(spec, ("asr",), spec.data["asr"])
-        check_roles(spec, ("judges",), spec.data.get("judges", {}))
-    for spec in registry.all("suite"):
-        overrides = spec.data.get("overrides", {})
-        if isinstance(overrides.get("asr"), dict):
-            check_asr(spec, ("overrides", "asr"), overrides["asr"])
-        check_roles(spec, ("overrides", "judges"), overrides.get("judges", {}))
-        tts = spec.data.get("tts")
-        if isinstance(tts, dict) and tts.get("backend") not in (None, "flite"):
-            model = tts.get("model", "")
-            target = next((s for s in local.values() if s.data["task"] == "tts" and s.data["provider"] == tts["backend"]
-                           and s.data.get("model") == model), None)
-            if target is None and not is_local_path(model):
-                problems.append((spec, ("tts", "model"), f"tts backend {tts['backend']} model {model!r}: no spec in "
-                                 "specs/judges/perception/ (task tts) pins its weights"))
-            offered = {v.lower() for v in (target.data.get("voices") or [])} if target is not None else set()
-            for who, voice in (tts.get("voices") or {}).items():
-                if offered and str(voice).lower() not in offered:
-                    problems.append((spec, ("tts", "voices", who), f"voice {voice!r} is not one of {target.id}'s voices "
-                                     f"({', '.join(target.data['voices'])})"))
-    return problems

@@ -86,8 +86,7 @@ def _write_tokenizer_files(folder: Path) -> None:
 def write_tiny_qwen3_asr(folder: Path, *, aligner: bool = False, seed: int = 0) -> Path:
     """A Qwen3-ASR (or, with aligner=True, a Qwen3-ForcedAligner) model folder with random weights."""
     import torch
-    from qwen_asr.core.transformers_backend import (Qwen3ASRConfig, Qwen3ASRForConditionalGeneration,
-                                                    Qwen3ASRProcessor)
+    from qwen_asr.core.transformers_backend import Qwen3ASRConfig, Qwen3ASRForConditionalGeneration, Qwen3ASRProcessor
     from transformers import Qwen2TokenizerFast, WhisperFeatureExtractor
 
     folder = Path(folder)

@@ -34,21 +34,18 @@ model again: the same numbers in the same order, so the same episodes.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import threading
 from array import array
 from collections import OrderedDict
 from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
 from duplexeval.audio import resample
-from duplexeval.io import atomic_write_json, sha256_bytes, sha256_json
 
 log = logging.getLogger(__name__)
 
@@ -88,12 +85,6 @@ def silero_session():
             model = Path(list(spec.submodule_search_locations)[0]) / "data" / "silero_vad.onnx"
             _session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"], sess_options=opts)
         return _session
-
-
-def silero_version() -> str:
-    from importlib.metadata import version
-
-    return version("silero-vad")
 
 
 # Windows already computed, by input history. A stream's Silero output and state after n
@@ -403,67 +394,3 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
 def vad_hysteresis(vad: dict) -> float:
     """A benchmark spec's vad.hysteresis: a burst ends below threshold - hysteresis (Silero's own 0.15)."""
     return float(vad.get("hysteresis", HYSTERESIS))
-
-
-EPISODES_CACHE_VERSION = 1
-
-
-def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speech_ms: float, merge_gap_ms: float,
-                    mode: Literal["causal", "offline"], hysteresis: float, scorer: str, cache: bool = True,
-                    cache_dir: Path | None = None) -> list[tuple[float, float]]:
-    """detect_episodes, cached on disk by content under `$DUPLEXEVAL_CACHE/vad`.
-
-    The key is the samples and everything the episodes depend on (the rules, the mode, the
-    silero-vad, onnxruntime and soxr versions) and the scorer asking (Duplex-MPE's episodes,
-    MTR's segmentation), so a hit is what the VAD would return and a changed sample or rule
-    misses. Re-scores and resumes read their episodes back; MTR's plan, which every worker
-    process rebuilds, skips both the offline pass and its torch import.
-    """
-    params = {"threshold": float(threshold), "min_speech_ms": float(min_speech_ms),
-              "merge_gap_ms": float(merge_gap_ms), "mode": mode, "hysteresis": float(hysteresis)}
-    samples = np.ascontiguousarray(audio, dtype="<f4").reshape(-1)
-    components = {"v": EPISODES_CACHE_VERSION, "scorer": scorer, "audio_sha256": sha256_bytes(samples.tobytes()),
-                  "rate": int(rate), "params": params, "versions": _vad_versions()}
-    key = sha256_json(components)
-    path = (cache_dir or _episodes_cache_root()) / key[:2] / f"{key}.json"
-    if cache and path.exists():
-        hit = _read_episodes(path, key)
-        if hit is not None:
-            return hit
-    episodes = [(float(s), float(e)) for s, e in detect_episodes(
-        audio, rate, threshold=params["threshold"], min_speech_ms=params["min_speech_ms"],
-        merge_gap_ms=params["merge_gap_ms"], mode=mode, hysteresis=params["hysteresis"])]
-    if cache:
-        atomic_write_json(path, {"key": key, "components": components, "episodes": [list(e) for e in episodes]})
-    return episodes
-
-
-def _episodes_cache_root() -> Path:
-    from duplexeval.judges.asr import cache_root
-
-    return cache_root() / "vad"
-
-
-@lru_cache(maxsize=1)
-def _vad_versions() -> dict[str, str]:
-    """The packages a probability depends on: the model file (silero-vad), its runtime, the resampler."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("silero-vad", "onnxruntime", "soxr"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not-installed"
-    return out
-
-
-def _read_episodes(path: Path, key: str) -> list[tuple[float, float]] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data["key"] != key or sha256_json(data["components"]) != key:
-            raise ValueError("key does not match its components")
-        return [(float(s), float(e)) for s, e in data["episodes"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring corrupt VAD cache entry %s (%s); running the VAD again", path, exc)
-        return None

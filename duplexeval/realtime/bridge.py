@@ -30,10 +30,10 @@ import numpy as np
 
 from duplexeval.protocol.server import DuplexServer, ProtocolViolation, run_server
 from duplexeval.protocol.wire import ErrorCode
-from duplexeval.realtime.config import RealtimeConfig, RealtimeConfigError
 from duplexeval.realtime.cost import Budget, BudgetExceeded
 from duplexeval.realtime.remote import RemoteFault, RemoteSession
 from duplexeval.realtime.timing import SessionTiming
+from duplexeval.specs.realtime_config import RealtimeConfig, RealtimeConfigError
 
 LOCKSTEP_REFUSAL = ("a realtime API runs on the wall clock: the remote model hears audio as it arrives and answers "
                     "when it is ready, so no output frame belongs to an input frame; run it with --clock realtime")

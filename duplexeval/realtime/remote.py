@@ -27,9 +27,9 @@ from typing import Any, Callable
 
 from duplexeval.judges.retry import RetryPolicy, parse_retry_after
 from duplexeval.protocol.wire import ErrorCode
-from duplexeval.realtime.config import RealtimeConfig
 from duplexeval.realtime.timing import SessionTiming
 from duplexeval.secrets import redact
+from duplexeval.specs.realtime_config import RealtimeConfig
 
 log = logging.getLogger("duplexeval.realtime")
 AUDIO_DELTAS = ("response.output_audio.delta", "response.audio.delta")  # GA, beta

@@ -10,8 +10,8 @@ Public surface (docs/runner.md):
 
 from duplexeval.runner.errors import ModelFault, ModelStartError, RunConfigMismatch
 from duplexeval.runner.items import ItemResult, item_seed, run_item, run_items
-from duplexeval.runner.modelspec import ModelSpec, load_model_spec, model_spec_from
 from duplexeval.runner.stimulus import FileStimulus, Stimulus
+from duplexeval.specs.modelspec import ModelSpec, load_model_spec, model_spec_from
 
 __all__ = [
     "FileStimulus", "ItemResult", "ModelFault", "ModelSpec", "ModelStartError", "RunConfigMismatch", "Stimulus",

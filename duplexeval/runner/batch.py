@@ -15,9 +15,9 @@ from typing import Sequence
 
 from duplexeval.runner.client import Endpoint, ProtocolClient
 from duplexeval.runner.errors import ModelFault
-from duplexeval.runner.modelspec import ModelSpec
 from duplexeval.runner.session import SessionOutcome, run_session
 from duplexeval.runner.stimulus import Stimulus
+from duplexeval.specs.modelspec import ModelSpec
 
 # A server frees a session's slot when it has seen the close, which can be just after
 # the next session of the same slot connected: that one gets BUSY and is retried.

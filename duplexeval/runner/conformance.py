@@ -17,9 +17,9 @@ from duplexeval.protocol.wire import FrameKind, encode_frame
 from duplexeval.runner.backends import make_backend
 from duplexeval.runner.client import Endpoint, ProtocolClient
 from duplexeval.runner.errors import ModelFault
-from duplexeval.runner.modelspec import ModelSpec
 from duplexeval.runner.session import harness_frame_samples, run_session
 from duplexeval.runner.stimulus import FileStimulus
+from duplexeval.specs.modelspec import ModelSpec
 
 N_FRAMES = 12
 TAIL_FRAMES = 2

@@ -30,10 +30,17 @@ from duplexeval.runner.client import Endpoint, ProtocolClient
 from duplexeval.runner.errors import ModelFault
 from duplexeval.runner.framing import FrameResampler
 from duplexeval.runner.items import (
-    ItemResult, ModelHost, StimulusFactory, finished_status, item_seed, prepare_out_dir, startup_failure, write_item,
+    ItemResult,
+    ModelHost,
+    StimulusFactory,
+    finished_status,
+    item_seed,
+    prepare_out_dir,
+    startup_failure,
+    write_item,
 )
-from duplexeval.runner.modelspec import ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, harness_frame_samples
+from duplexeval.specs.modelspec import ModelSpec, model_spec_from
 
 Group = tuple[str, list[tuple[str, StimulusFactory]]]
 

@@ -29,9 +29,9 @@ from duplexeval.runner.backends import Backend, make_backend
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.errors import ModelFault, ModelStartError, RunConfigMismatch
 from duplexeval.runner.integrity import artifact_fields, item_status, seal_status
-from duplexeval.runner.modelspec import ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, run_session
 from duplexeval.runner.stimulus import Stimulus
+from duplexeval.specs.modelspec import ModelSpec, model_spec_from
 
 CONFIG_FILE = "session_config.json"
 INTERRUPTED = "INTERRUPTED"  # the server was stopped from outside mid-item: replayed on resume

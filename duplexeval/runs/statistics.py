@@ -121,7 +121,7 @@ def condition_shifts(by_key: dict[tuple[str, str], tuple[dict[str, Any], Path]],
                      mcnemar: list[dict[str, Any]]) -> dict[str, Any]:
     """Explicit minus implicit, per model and Table 3 score (a score not reported in both is skipped)."""
     shifts = []
-    for (model, bench_id), (spec, folder) in sorted(by_key.items()):
+    for (model, _bench_id), (spec, folder) in sorted(by_key.items()):
         pair_id = spec["metrics"].get("statistics", {}).get("mcnemar", {}).get("pair_with")
         if spec.get("condition") != "explicit" or (model, pair_id) not in by_key:
             continue

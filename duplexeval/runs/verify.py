@@ -19,7 +19,6 @@ scan reports where a key-like string sits, never the string.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path

@@ -55,6 +55,7 @@ import numpy as np
 
 from duplexeval.protocol.server import DuplexServer
 from duplexeval.shims.framing import FrameFifo, pcm_float32, rms
+from duplexeval.shims.rng import seed_torch
 
 # Our paraphrase of the English duplex preset of OpenBMB's demo
 # (assets/presets/audio_duplex/english_call.yaml at the commit above).
@@ -107,7 +108,7 @@ class MiniCPMOServer(DuplexServer):
         self.max_new_speak_tokens_per_chunk = max_new_speak_tokens_per_chunk
         self.decode_mode = decode_mode
         self.stuck_units = max(1, int(round(stuck_listen_s * 1000.0 / self.frame_ms)))
-        self.seed_fn = seed_fn or _seed_torch
+        self.seed_fn = seed_fn or seed_torch
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.fifo = FrameFifo(self.out_frame_samples)
         self.watch = StuckListenWatch(self.stuck_units)
@@ -160,11 +161,3 @@ class MiniCPMOServer(DuplexServer):
             self.log(f"{self.model_name}: warning: listening for {self.watch.run} units while the input had speech "
                      f"(frame {frame_idx}); upstream sessions are known to get stuck listening")
         return self.fifo.pop()
-
-
-def _seed_torch(seed: int) -> None:
-    import torch
-
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)

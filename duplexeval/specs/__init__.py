@@ -5,10 +5,9 @@ file), `Spec`, and the errors, which always name file, line and field.
 """
 
 from duplexeval.specs.errors import SpecError, SpecErrors, UnknownSpecError
+from duplexeval.specs.index import SPECS_ENV, find_spec_file, known_spec_ids, spec_roots, specs_root
 from duplexeval.specs.loader import KINDS, Spec, deep_merge, load_spec, repo_root
-from duplexeval.specs.registry import (
-    SPECS_ENV, Registry, default_registry, find_spec_file, known_spec_ids, spec_roots, specs_root,
-)
+from duplexeval.specs.registry import Registry, default_registry
 
 __all__ = [
     "KINDS", "SPECS_ENV", "Registry", "Spec", "SpecError", "SpecErrors", "UnknownSpecError",

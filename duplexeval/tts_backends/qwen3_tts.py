@@ -28,8 +28,16 @@ from typing import Any
 import numpy as np
 
 from duplexeval.io import sha256_json
-from duplexeval.judges.local_models import (LocalWeights, MissingExtraError, MissingWeightsError, find_spec,
-                                            is_local_path, path_weights, spec_weights)
+from duplexeval.judges.local_models import (
+    LocalWeights,
+    MissingExtraError,
+    MissingWeightsError,
+    find_spec,
+    is_local_path,
+    path_weights,
+    spec_weights,
+)
+from duplexeval.shims.rng import seed_torch
 
 NAME = "qwen3-tts"
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"
@@ -132,17 +140,13 @@ def _load(cfg: dict[str, Any]):
 
 def synthesize_native(text: str, qwen_voice: str, cfg: dict[str, Any]) -> tuple[np.ndarray, int]:
     """(float32 mono, native rate) of one clip, sampled under its own seed."""
-    import torch
-
     model = _load(cfg)
     opts = dict(cfg["options"])
     seed = int(sha256_json({"seed": opts.pop("seed"), "voice": qwen_voice, "text": text})[:8], 16)
     instruct = opts.pop("instruct") or None
     opts.pop("device")
     opts.pop("dtype")
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
+    seed_torch(seed)
     wavs, fs = model.generate_custom_voice(text=text, speaker=qwen_voice, language=cfg["language"],
                                            instruct=instruct, **opts)
     return np.asarray(wavs[0], dtype=np.float32).reshape(-1), int(fs)

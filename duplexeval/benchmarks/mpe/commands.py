@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from duplexeval.benchmarks.mpe.scenes.loader import EMBEDDED_SCENES
+from duplexeval.judges.cache import MODES as CACHE_MODES
 
 
 def _bench_spec(spec_path: str | None, benchmark: str) -> dict:
@@ -91,7 +92,7 @@ def render(paths: tuple[Path, ...], out: Path, condition: str, spec_path: str | 
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--judge", "judge_id", default="mpe-scene-generation", show_default=True)
 @click.option("--cache-mode", default="readwrite", show_default=True,
-              type=click.Choice(["off", "read", "write", "readwrite", "replay"]))
+              type=click.Choice(CACHE_MODES))
 @click.option("--attempts", default=3, show_default=True, help="Independent samples tried per scene.")
 def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, attempts: int) -> None:
     """Write new scenes with an LLM; each is validated (schema + rules) before it is written."""
@@ -106,8 +107,7 @@ def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, a
 
     spec = Registry.load().get("judge", judge_id)
     writer = Judge.from_spec(spec.data, spec.path, JudgeCache(mode=cache_mode))
-    from duplexeval.cli_errors import yaml_problem
-    from duplexeval.commands import CommandError
+    from duplexeval.cli_errors import CommandError, yaml_problem
 
     try:
         plan = ScenePlan.from_spec(spec.data, str(spec.path))

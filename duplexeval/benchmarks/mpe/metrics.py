@@ -40,6 +40,10 @@ class Outcome:
     times: dict[str, float] = field(default_factory=dict)
 
 
+# Table 9: presence counts fresh starts and speech already running at T's end.
+PRESENCE_OUTCOMES = ("fresh", "already_speaking")
+
+
 def overlapping(episodes: Sequence[Episode], start: float, end: float) -> list[Episode]:
     """Episodes with any speech inside [start, end)."""
     return [ep for ep in episodes if ep[0] < end and ep[1] > start]
@@ -75,11 +79,6 @@ def start_outcome(t_end: float, episodes: Sequence[Episode], params: dict[str, A
     latency = onset[0] - t_end
     return Outcome("fresh", True, f"fresh onset {latency:.3f} s after T ended (window {window_s:g} s)",
                    {"onset": onset[0], "latency_s": latency, "episode_end": onset[1]})
-
-
-def response_presence(start: Outcome) -> bool:
-    """Table 9: presence counts fresh starts and speech already running."""
-    return start.outcome in ("fresh", "already_speaking")
 
 
 def response_episode(t_end: float, episodes: Sequence[Episode], start: Outcome) -> Episode | None:

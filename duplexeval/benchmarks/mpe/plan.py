@@ -8,34 +8,16 @@ scoring counts a planned item whose folder is gone as missing, never as absent.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.benchmarks.mpe.scenes.loader import load_scenes
+from duplexeval.benchmarks.mpe.plan_file import write_plan_file
+from duplexeval.benchmarks.mpe.scenes.loader import load_bench_scenes
 from duplexeval.benchmarks.mpe.scenes.render import render_turns
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from duplexeval.executors.base import JobPlan
-from duplexeval.benchmarks.mpe.plan_file import write_plan_file
 from duplexeval.runner.fork import Group
 from duplexeval.runner.stimulus import Stimulus
 from duplexeval.runs.job_files import write_job_files
-from duplexeval.specs import repo_root
-
-
-
-def load_bench_scenes(bench: dict[str, Any], limit: int | None = None) -> list:
-    data = bench["data"]
-    if data.get("source") == "public" and data.get("dataset") == "duplex-mpe" and "path" not in data:
-        from duplexeval.benchmarks.mpe.published import imported_scenes_dir  # `duplexeval data import duplex-mpe`
-
-        scenes = load_scenes(imported_scenes_dir(bench))
-        return scenes[:limit] if limit else scenes
-    if data.get("source") != "embedded" or "path" not in data:
-        raise FileNotFoundError(
-            f"benchmark {bench['id']}: data source {data.get('source')!r} ({data.get('dataset', '?')}) is not on this "
-            "machine; run a suite whose overrides point data.path at scene files (e.g. the embedded suite)")
-    scenes = load_scenes(repo_root() / Path(data["path"]))
-    return scenes[:limit] if limit else scenes
 
 
 def mpe_items(bench: dict[str, Any], limit: int | None = None) -> list[tuple[str, Callable[[], Stimulus]]]:

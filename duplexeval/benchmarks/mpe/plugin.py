@@ -34,7 +34,7 @@ class DuplexMpe(Benchmark):
     def after_run(self, run_dir: Path, jobs: list, *, cache_mode: str, limit: int | None,
                   progress: Callable[[str], None]) -> None:
         """The text-only reference row (§4.2): once per benchmark whose spec names its judge."""
-        from duplexeval.benchmarks.mpe.plan import load_bench_scenes
+        from duplexeval.benchmarks.mpe.scenes.loader import load_bench_scenes
         from duplexeval.benchmarks.mpe.text_reference import write_text_reference
         from duplexeval.judges.cache import JudgeCache
         from duplexeval.judges.llm import load_judge

@@ -188,13 +188,3 @@ def convert(copy: Path, out: Path) -> list[Path]:
         path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "utf-8")
         written.append(path)
     return written
-
-
-def imported_scenes_dir(bench: dict[str, Any]) -> Path:
-    """The imported scenes folder; FileNotFoundError with the exact commands when not imported."""
-    from duplexeval.data.imported import missing_message, ready
-
-    folder = ready("duplex-mpe")
-    if folder is None:
-        raise FileNotFoundError(missing_message("duplex-mpe", f"benchmark {bench['id']}"))
-    return folder / "scenes"

@@ -20,13 +20,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_json
-from duplexeval.runner.integrity import input_hashes, item_status
-from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
+from duplexeval.benchmarks.bench_folder import item_statuses as folder_item_statuses, score_bench_folder, status_counts
 from duplexeval.benchmarks.mpe import metrics as mpe
 from duplexeval.benchmarks.mpe.plan_file import read_plan_file
-from duplexeval.scoring.model_caveat import with_caveat
 from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, score_item
+from duplexeval.io import read_jsonl, sha256_json
+from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
 from duplexeval.stats import wilson_interval
 
 log = logging.getLogger(__name__)
@@ -55,7 +54,7 @@ def aggregate(records: list[dict[str, Any]], bench_spec: dict[str, Any], calls: 
     stop_outcomes = Counter(r["outcome"] for r in stops)
     metrics = {
         "start": {**mpe.rate(fresh, len(start)), "outcomes": {k: counts[k] for k in START_OUTCOMES}},
-        "presence": mpe.rate(fresh + already, len(start)),
+        "presence": mpe.rate(sum(counts[o] for o in mpe.PRESENCE_OUTCOMES), len(start)),
         # Answer's denominator is presence (§3.5): an errored T is not known to have speech,
         # so it is counted apart, like an errored N4 event.
         "answer": {**mpe.rate(sum(1 for r in answers if r["passed"]), fresh + already),
@@ -108,42 +107,15 @@ def aggregate(records: list[dict[str, Any]], bench_spec: dict[str, Any], calls: 
 
 
 def item_statuses(bench_dir: Path) -> list[tuple[Path, str]]:
-    """Every item in name order with its verified status: ok | error | unfinished | unknown | missing.
-
-    The items are the folders under items/ and every conversation the job's plan
-    (scenes.json) lists: a planned item without a folder is `missing` (issue 24: deleting
-    item folders must not shrink a denominator)."""
-    items = bench_dir / "items"
-    folders = {p.name: p for p in items.iterdir() if p.is_dir()} if items.is_dir() else {}
-    planned = read_plan_file(bench_dir) or {}
-    out = []
-    for name in sorted(set(folders) | set(planned)):
-        d = folders.get(name, items / name)
-        if name not in folders:
-            out.append((d, "missing"))
-            continue
-        st = item_status(d)  # verified against its files: a damaged item is an error, never silence
-        if st is None:
-            out.append((d, "unfinished"))
-            continue
-        status = st.get("status")
-        out.append((d, status if status in ("ok", "error") else "unknown"))
-    return out
+    """Every item in name order with its verified status (duplexeval.benchmarks.bench_folder):
+    the folders under items/ and every conversation the job's plan (scenes.json) lists."""
+    return folder_item_statuses(bench_dir, read_plan_file(bench_dir) or {})
 
 
 def item_dirs(bench_dir: Path) -> tuple[list[Path], dict[str, int]]:
     """Finished items (status ok) in name order, and counts of every status."""
     statuses = item_statuses(bench_dir)
     return [d for d, status in statuses if status == "ok"], status_counts(statuses)
-
-
-def status_counts(statuses: list[tuple[Path, str]]) -> dict[str, int]:
-    counts = Counter(status for _, status in statuses)
-    # ok and error are always present: "0 errors" must be visible, not implied (docs/architecture.md).
-    counts.update({"ok": 0, "error": 0})
-    out = {k: counts[k] for k in sorted(counts)}
-    out["total"] = sum(out.values())
-    return out
 
 
 def completeness(records: list[dict[str, Any]], items: dict[str, int]) -> dict[str, Any]:
@@ -173,7 +145,7 @@ def planned_turns(bench_spec: dict[str, Any], item_dir: Path) -> tuple[list[tupl
     if item_dir.name in planned:
         return list(planned[item_dir.name]), "plan"
     try:
-        from duplexeval.benchmarks.mpe.plan import load_bench_scenes
+        from duplexeval.benchmarks.mpe.scenes.loader import load_bench_scenes
 
         scenes = {s.id: s for s in load_bench_scenes(bench_spec)}
     except (FileNotFoundError, KeyError):
@@ -215,22 +187,13 @@ def score_bench_dir(bench_dir: str | Path, bench_spec: dict[str, Any], judges: d
     `progress(done, total, item_id)`, when given, is called after each item (ASR and judges
     included); it only reports, so the files written are the same with or without it."""
     bench_dir = Path(bench_dir)
-    statuses = item_statuses(bench_dir)
-    counts = status_counts(statuses)
     calls = CallCounter()
-    records: list[dict[str, Any]] = []
-    for n, (d, status) in enumerate(statuses, 1):
-        if status == "ok":
-            records += score_item(d, bench_spec, judges, transcriber=transcriber, calls=calls)
-        else:
-            records += error_records(d, status, bench_spec)
-        if progress is not None:
-            progress(n, len(statuses), d.name)
-    results = with_caveat(aggregate(records, bench_spec, calls, counts), bench_dir)
-    atomic_write_jsonl(bench_dir / "records.jsonl", records)
-    results["inputs_sha256"] = input_hashes(bench_dir)  # the status.json of every item it read
-    atomic_write_json(bench_dir / "results.json", results)
-    return results
+    return score_bench_folder(
+        bench_dir, item_statuses(bench_dir),
+        score_ok=lambda d: score_item(d, bench_spec, judges, transcriber=transcriber, calls=calls),
+        score_not_ok=lambda d, status: error_records(d, status, bench_spec),
+        aggregate=lambda records, counts: aggregate(records, bench_spec, calls, counts),
+        progress=progress)
 
 
 def score_run(run_dir: str | Path, *,

@@ -20,11 +20,10 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from duplexeval.audio import read_stereo_recording
-from duplexeval.io import read_jsonl, sha256_file, sha256_json
 from duplexeval.benchmarks.mpe import metrics as mpe
 from duplexeval.benchmarks.mpe.timeline import Timeline, timeline_from_events
+from duplexeval.io import read_jsonl, sha256_file, sha256_json
 from duplexeval.scoring.words import merge_word_pieces
-
 
 RECORD_VERSION = 1
 _ROUND = 4  # seconds to 0.1 ms: enough for audio frames, stable across platforms
@@ -162,9 +161,10 @@ def model_episodes(model: np.ndarray, rate: int, vad: dict[str, Any], *, cache: 
     Why a cache: scoring is re-done on every resume and re-score (`duplexeval run` with
     the same run id, `duplexeval mpe score`), and once ASR and judges hit their caches the
     causal Silero pass over each recording (1-2 s per conversation) is most of what is
-    left (duplexeval.judges.vad.cached_episodes says what the key holds).
+    left (duplexeval.judges.vad_cache.cached_episodes says what the key holds).
     """
-    from duplexeval.judges.vad import cached_episodes, vad_hysteresis
+    from duplexeval.judges.vad import vad_hysteresis
+    from duplexeval.judges.vad_cache import cached_episodes
 
     return cached_episodes(model, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
                            merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad["mode"], hysteresis=vad_hysteresis(vad),

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from duplexeval.benchmarks.mpe.metrics import rate
 from duplexeval.benchmarks.mpe.scenes.model import Scene, conversation
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
-from duplexeval.benchmarks.mpe.metrics import rate
 
 SILENCE_LABELS = ("N1", "N2", "N3")  # default only: the spec's metrics.shush.labels decide
 

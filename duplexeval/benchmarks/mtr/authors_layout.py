@@ -71,15 +71,6 @@ def file_name(bench: dict[str, Any], number: int, round_no: int, feature: str | 
     return f"dialogue_{prefix_for(bench)}_{number}_round_{round_no}_{scenario(feature)}.wav"
 
 
-def parse_name(name: str) -> dict[str, Any] | None:
-    """{dialogue, prefix, n, round, scenario} of an authors' file name, or None."""
-    m = NAME_RE.match(name)
-    if m is None:
-        return None
-    return {"dialogue": m["dialogue"], "prefix": m["prefix"], "n": int(m["n"]), "round": int(m["round"]),
-            "scenario": m["scenario"]}
-
-
 def start_entry(dialogue_key: str, round_info: dict[str, Any], window: dict[str, Any]) -> dict[str, Any]:
     """One entry of the round-start file, from our rounds.json entry (round + window)."""
     user = round_info["user"]

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from duplexeval.judges.cache import MODES as CACHE_MODES
+
 
 @click.command("segment")
 @click.argument("dialogue", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -14,7 +16,7 @@ import click
 @click.option("--judge", "judge_id", default=None, help="Segmentation judge id (default: the benchmark's).")
 @click.option("--asr-model", default=None, help="Override the ASR with faster-whisper and this model (e.g. tiny.en).")
 @click.option("--cache-mode", default="readwrite", show_default=True,
-              type=click.Choice(["off", "read", "write", "readwrite", "replay"]), help="Judge cache mode.")
+              type=click.Choice(CACHE_MODES), help="Judge cache mode.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the turns here (JSON); default: print them. The dialogue itself is never written.")
 def segment(dialogue: Path, benchmark: str, judge_id: str | None, asr_model: str | None, cache_mode: str,
@@ -56,8 +58,7 @@ def render(script: Path, out_dir: Path, rate: int) -> None:
     import yaml
 
     from duplexeval.benchmarks.mtr.generate import render_script_file
-    from duplexeval.cli_errors import yaml_problem
-    from duplexeval.commands import CommandError
+    from duplexeval.cli_errors import CommandError, yaml_problem
 
     try:
         paths = render_script_file(script, out_dir, rate)
@@ -70,12 +71,15 @@ def render(script: Path, out_dir: Path, rate: int) -> None:
 @mtr.command("score")
 @click.argument("bench_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--cache-mode", default="readwrite", show_default=True,
-              type=click.Choice(["off", "read", "write", "readwrite", "replay"]))
+              type=click.Choice(CACHE_MODES))
 @click.pass_context
 def score(ctx: click.Context, bench_dir: Path, cache_mode: str) -> None:
     """Alias of `duplexeval score` (every benchmark of a run, or one <model>/<benchmark> folder)."""
-    from duplexeval.commands.score import score as score_all
-
+    # Found by name on the root command, so the family does not import the commands above it.
+    root = ctx.find_root()
+    score_all = root.command.get_command(root, "score") if isinstance(root.command, click.Group) else None
+    if score_all is None:
+        raise click.UsageError("`duplexeval score` is not available to alias")
     ctx.invoke(score_all, run_dir=bench_dir, cache_mode=cache_mode)
 
 

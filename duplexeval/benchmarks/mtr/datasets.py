@@ -22,11 +22,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
+
+from duplexeval.resources import cache_root
 
 DATASETS: dict[str, dict[str, Any]] = {
     "advbench": {
@@ -54,7 +55,7 @@ class DatasetUnavailable(RuntimeError):
 
 
 def data_cache() -> Path:
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "datasets"
+    return cache_root() / "datasets"
 
 
 def fetch(name: str, *, cache_dir: Path | None = None, url: str | None = None, sha256: str | None = None,
@@ -148,8 +149,6 @@ def dialogues_for(bench: dict[str, Any], rate: int) -> list[Path]:
     data = bench["data"]
     name = data.get("dataset", "")
     if name == "mtr-duplexbench":  # the published copy, imported by `duplexeval data import` (docs/data.md)
-        from duplexeval.benchmarks.mtr.published import imported_dialogues
-
         return imported_dialogues(bench)
     if data.get("source") == "licensed" or name == "candor":
         fetch("candor")  # raises with instructions
@@ -163,3 +162,24 @@ def dialogues_for(bench: dict[str, Any], rate: int) -> list[Path]:
     script = path.parent / (f"{name}.dialogues.yaml" if setting == "smooth" else f"{name}.{setting}.dialogues.yaml")
     script.write_text(yaml.safe_dump(scripts_from_rows(name, rows, int(bench["rounds"]), setting), sort_keys=False), "utf-8")
     return render_script_file(script, path.parent / "rendered" / str(rate), rate)
+
+
+# Which imported groups a benchmark dimension reads; its `features` / `round_selection` then
+# pick the dialogues as for any data (docs/mtr.md, "Which dialogues a benchmark reads").
+DIMENSION_GROUPS = {"mtr-features": ("single-", "multi-"), "mtr-instruction": ("instruction-",),
+                    "mtr-safety": ("safety-",)}
+
+
+def imported_dialogues(bench: dict[str, Any]) -> list[Path]:
+    """The imported sidecars a benchmark reads; DatasetUnavailable with the exact commands when not imported."""
+    from duplexeval.data.imported import missing_message, ready
+
+    folder = ready("mtr-duplexbench")
+    if folder is None:
+        raise DatasetUnavailable(missing_message("mtr-duplexbench", f"benchmark {bench['id']}"))
+    prefixes = DIMENSION_GROUPS.get(bench["dimension"])
+    if prefixes is None:
+        raise DatasetUnavailable(f"benchmark {bench['id']}: the published MTR-DuplexBench import has no dialogues "
+                                 f"for dimension {bench['dimension']} (dialogue quality reads Candor clips)")
+    return sorted(p for g in sorted(folder.iterdir()) if g.is_dir() and g.name.startswith(prefixes)
+                  for p in g.glob("*.json"))

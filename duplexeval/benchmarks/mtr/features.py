@@ -29,8 +29,14 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from duplexeval.benchmarks.mtr.format import Round
-from duplexeval.benchmarks.mtr.segments import (Segment, clamped_latency, covered_by_one_segment, segment_amount,
-                                                segments_from, speaks_per_segment)
+from duplexeval.benchmarks.mtr.segments import (
+    Segment,
+    clamped_latency,
+    covered_by_one_segment,
+    segment_amount,
+    segments_from,
+    speaks_per_segment,
+)
 
 
 @dataclass(frozen=True)

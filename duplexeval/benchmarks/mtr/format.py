@@ -110,10 +110,9 @@ def _read_channels(path: str, rate: int, mtime_ns: int = 0, size: int = 0) -> tu
 def _validator():
     import jsonschema
 
-    from duplexeval.specs import repo_root
+    from duplexeval.specs.loader import schema_for
 
-    schema = json.loads((repo_root() / "specs" / "schema" / "mtr-dialogue.schema.json").read_text("utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema_for("mtr-dialogue"))
 
 
 def _span(d: dict[str, Any] | None) -> Span | None:

@@ -21,7 +21,6 @@ turn of the clip, no `rounds` cap). Each window follows `segmentation.response_w
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -29,6 +28,7 @@ from typing import Any, Callable
 from duplexeval.benchmarks.mtr.context import RoundWindow, round_stimulus
 from duplexeval.benchmarks.mtr.format import Dialogue, Round, load_dialogue
 from duplexeval.benchmarks.mtr.generate import feature_pattern, render_script_file
+from duplexeval.resources import cache_root
 from duplexeval.runner.stimulus import Stimulus
 from duplexeval.specs import repo_root
 
@@ -43,7 +43,7 @@ class ScoredRound:
 
 
 def data_cache_dir() -> Path:
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "mtr"
+    return cache_root() / "mtr"
 
 
 def load_dialogues(bench: dict[str, Any], limit: int | None = None) -> list[Dialogue]:

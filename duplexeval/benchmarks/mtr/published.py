@@ -211,25 +211,3 @@ def check_written(written: dict[str, list[Path]]) -> None:
     for paths in written.values():
         for p in paths:
             load_dialogue(p)
-
-
-# Which imported groups a benchmark dimension reads; its `features` / `round_selection` then
-# pick the dialogues as for any data (docs/mtr.md, "Which dialogues a benchmark reads").
-DIMENSION_GROUPS = {"mtr-features": ("single-", "multi-"), "mtr-instruction": ("instruction-",),
-                    "mtr-safety": ("safety-",)}
-
-
-def imported_dialogues(bench: dict[str, Any]) -> list[Path]:
-    """The imported sidecars a benchmark reads; DatasetUnavailable with the exact commands when not imported."""
-    from duplexeval.benchmarks.mtr.datasets import DatasetUnavailable
-    from duplexeval.data.imported import missing_message, ready
-
-    folder = ready("mtr-duplexbench")
-    if folder is None:
-        raise DatasetUnavailable(missing_message("mtr-duplexbench", f"benchmark {bench['id']}"))
-    prefixes = DIMENSION_GROUPS.get(bench["dimension"])
-    if prefixes is None:
-        raise DatasetUnavailable(f"benchmark {bench['id']}: the published MTR-DuplexBench import has no dialogues "
-                                 f"for dimension {bench['dimension']} (dialogue quality reads Candor clips)")
-    return sorted(p for g in sorted(folder.iterdir()) if g.is_dir() and g.name.startswith(prefixes)
-                  for p in g.glob("*.json"))

@@ -24,9 +24,7 @@ the authors' safe rate (`safe`, judge role `safety_harm`) counts it as safe. Jud
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -34,13 +32,19 @@ from typing import Any, Callable
 import numpy as np
 
 from duplexeval.audio import read_stereo_recording
+from duplexeval.benchmarks.bench_folder import item_statuses, score_bench_folder
 from duplexeval.benchmarks.mtr.features import W, feature_outcome, in_window
 from duplexeval.benchmarks.mtr.format import Event, Round, Span
-from duplexeval.benchmarks.mtr.judged import check_judges, judge_inputs, judge_role, passed, rate_metrics, silent_verdict
+from duplexeval.benchmarks.mtr.judged import (
+    check_judges,
+    judge_inputs,
+    judge_role,
+    passed,
+    rate_metrics,
+    silent_verdict,
+)
 from duplexeval.benchmarks.mtr.segments import Segment, backchannel_frequency, segments_from
-from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_file, sha256_json
-from duplexeval.runner.integrity import input_hashes, item_status
-from duplexeval.scoring.model_caveat import with_caveat
+from duplexeval.io import atomic_write_json, sha256_file, sha256_json
 from duplexeval.judges.vad import vad_hysteresis
 from duplexeval.scoring.words import merge_word_pieces
 
@@ -120,27 +124,17 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
 
 
 def speech_episodes(audio: np.ndarray, rate: int, vad: dict[str, Any]) -> list[tuple[float, float]]:
-    """Silero episodes (the spec's vad block), cached by content: the same round recorded for
-    several benchmarks (single features and their combinations) is analysed once. Digital
-    silence (a silent model) has no episodes without running the VAD at all."""
+    """Silero episodes (the spec's vad block), in the one VAD episode cache (duplexeval.judges.vad,
+    verified on read, every version in its key): the same round recorded for several benchmarks
+    (single features and their combinations) is analysed once. Digital silence (a silent
+    model) has no episodes without running the VAD at all."""
     if len(audio) == 0 or float(np.max(np.abs(audio))) < float(vad.get("silence_floor", SILENCE_FLOOR)):
         return []
-    from duplexeval.judges.vad import detect_episodes, silero_version
+    from duplexeval.judges.vad_cache import cached_episodes
 
-    key = sha256_json({"v": 1, "audio": hashlib.sha256(np.ascontiguousarray(audio, dtype=np.float32).tobytes()).hexdigest(),
-                       "rate": rate, "vad": vad, "silero": silero_version()})
-    path = vad_cache_dir() / key[:2] / f"{key}.json"
-    if path.exists():
-        return [tuple(e) for e in json.loads(path.read_text("utf-8"))]
-    episodes = detect_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
-                               merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline"),
-                               hysteresis=vad_hysteresis(vad))
-    atomic_write_json(path, [list(e) for e in episodes])
-    return [tuple(e) for e in episodes]
-
-
-def vad_cache_dir() -> Path:
-    return Path(os.environ.get("DUPLEXEVAL_CACHE", Path.cwd() / ".cache")) / "vad"
+    return cached_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
+                           merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad.get("mode", "offline"),
+                           hysteresis=vad_hysteresis(vad), scorer="mtr-score")
 
 
 def segments_json(segments: list[Segment]) -> list[dict[str, Any]]:
@@ -366,31 +360,15 @@ def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], judges: dict[s
     bench_dir = Path(bench_dir)
     check_judges(bench, judges)
     info = json.loads((bench_dir / ROUNDS_FILE).read_text("utf-8"))
-    counts: Counter = Counter()
-    calls: Counter = Counter()
-    records = []
-    for n, item_id in enumerate(sorted(info), 1):
-        st = item_status(bench_dir / "items" / item_id)  # verified: a damaged item is an error, never silence
-        if st is None:
-            counts["unfinished"] += 1
-            records.append(error_record(item_id, info[item_id], "unfinished"))
-        elif st["status"] == "ok":
-            counts["ok"] += 1
-            records.append(score_round(item_id, info[item_id], bench_dir / "items" / item_id / "recording.wav", bench,
-                                       judges, transcriber, calls))
-        else:
-            counts[st["status"]] += 1
-            records.append(error_record(item_id, info[item_id], st["status"]))
-        if progress is not None:
-            progress(n, len(info), item_id)
     if context is None and (bench_dir / "context.json").exists():
         context = json.loads((bench_dir / "context.json").read_text("utf-8"))
-    results = with_caveat(aggregate(records, bench, {"total": len(info), **dict(sorted(counts.items()))}, context or {}, calls),
-                          bench_dir)
-    atomic_write_jsonl(bench_dir / "records.jsonl", records)
-    results["inputs_sha256"] = input_hashes(bench_dir)  # the status.json of every item it read
-    atomic_write_json(bench_dir / "results.json", results)
-    return results
+    calls: Counter = Counter()
+    return score_bench_folder(
+        bench_dir, item_statuses(bench_dir, info, unplanned_folders=False),
+        score_ok=lambda d: [score_round(d.name, info[d.name], d / "recording.wav", bench, judges, transcriber, calls)],
+        score_not_ok=lambda d, status: [error_record(d.name, info[d.name], status)],
+        aggregate=lambda records, counts: aggregate(records, bench, counts, context or {}, calls),
+        progress=progress)
 
 
 def judges_for(bench: dict[str, Any], cache_mode: str = "readwrite") -> dict[str, Any]:

@@ -38,7 +38,8 @@ class Segmentation:
 def speech_segments(audio: np.ndarray, rate: int, speaker: str, vad: dict[str, Any], asr: dict[str, Any] | None) -> list[dict[str, Any]]:
     """VAD segments of one channel, each with the words (by midpoint) the ASR heard in it."""
     from duplexeval.judges.asr import transcribe, words_in_window
-    from duplexeval.judges.vad import cached_episodes, vad_hysteresis
+    from duplexeval.judges.vad import vad_hysteresis
+    from duplexeval.judges.vad_cache import cached_episodes
 
     # Cached by content: every worker process that plays a unit of the job rebuilds its plan.
     episodes = cached_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+
 @dataclass(frozen=True)
 class Segment:
     """One ASR segment of the model's speech: its words, and the span they cover."""

@@ -9,13 +9,21 @@ the clip, monotonic).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from duplexeval.judges.local_models import (LocalWeights, MissingExtraError, MissingWeightsError,  # noqa: F401
-                                            find_spec, is_local_path, path_weights, spec_weights)
+from duplexeval.judges.local_models import (  # noqa: F401
+    LocalWeights,
+    MissingExtraError,
+    MissingWeightsError,
+    find_spec,
+    is_local_path,
+    path_weights,
+    spec_weights,
+)
 
 
 class Backend:
@@ -102,6 +110,31 @@ class OpenAIWhisperBackend(LocalWeightsBackend):
             out["temperature"] = [float(t) for t in out["temperature"]]  # a fallback ladder, canonical in the key
         out["device"] = torch_device(out.get("device"))
         return out
+
+    # One memo for every openai-whisper backend, keyed by backend too: stable-ts patches the
+    # model it is given, so it never shares a model object with whisper-timestamped.
+    _whisper_lock = threading.Lock()
+    _whisper_models: dict[tuple[str, str, str, str], Any] = {}
+
+    @staticmethod
+    def call_options(options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(device, the keyword arguments of the transcribe call): a temperature ladder as the tuple whisper wants."""
+        opts = dict(options)
+        device = opts.pop("device")
+        if isinstance(opts.get("temperature"), list):
+            opts["temperature"] = tuple(opts["temperature"])
+        return device, opts
+
+    def whisper_model(self, model: str, device: str, prepare: Callable[[Any], None] | None = None) -> Any:
+        """The loaded model of (backend, model, device, weights), once per process; `prepare` runs once on a new one."""
+        key = (self.name, model, device, self.weights_sha256(model) or "")
+        with self._whisper_lock:
+            if key not in self._whisper_models:
+                whisper = self.load_whisper(model, device)
+                if prepare is not None:
+                    prepare(whisper)
+                self._whisper_models[key] = whisper
+            return self._whisper_models[key]
 
     def load_whisper(self, model: str, device: str):
         """An openai-whisper model from its spec's `<name>.pt` (sha256 checked), or a local checkpoint.

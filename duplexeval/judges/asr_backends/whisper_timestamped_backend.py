@@ -16,16 +16,12 @@ a local checkpoint path (the tests use a random tiny Whisper written by
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
 from duplexeval.judges.asr_backends import MissingExtraError, OpenAIWhisperBackend
 from duplexeval.judges.transcript import Transcript, clean_words
-
-_lock = threading.Lock()
-_models: dict[tuple[str, str, str], Any] = {}
 
 # whisper-timestamped's defaults for what the MTR settings name, written out so the key
 # records the whole configuration, not "whatever the package defaults to".
@@ -61,15 +57,8 @@ class WhisperTimestampedBackend(OpenAIWhisperBackend):
 
     def transcribe(self, audio_16k: np.ndarray, model: str, language: str | None, options: dict[str, Any]):
         wt = _import()
-        opts = dict(options)
-        device = opts.pop("device")
-        if isinstance(opts.get("temperature"), list):
-            opts["temperature"] = tuple(opts["temperature"])
-        key = (model, device, self.weights_sha256(model) or "")
-        with _lock:
-            if key not in _models:
-                _models[key] = self.load_whisper(model, device)
-            whisper = _models[key]
+        device, opts = self.call_options(options)
+        whisper = self.whisper_model(model, device)
         # verbose=None: no progress output; never part of the key.
         result = wt.transcribe(whisper, np.asarray(audio_16k, dtype=np.float32), language=language,
                                verbose=None, **opts)

@@ -8,7 +8,7 @@ contract in `base.py` and nothing imports in a circle.
 from __future__ import annotations
 
 from duplexeval.runner.backends.base import Backend
-from duplexeval.runner.modelspec import ModelSpec
+from duplexeval.specs.modelspec import ModelSpec
 
 BACKENDS = ("local", "docker", "endpoint", "realtime-api")
 

@@ -10,7 +10,7 @@ from typing import Callable
 
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.errors import ModelFault
-from duplexeval.runner.modelspec import ModelSpec
+from duplexeval.specs.modelspec import ModelSpec
 
 SOCKET_NAME = "model.sock"
 

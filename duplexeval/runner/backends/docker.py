@@ -26,8 +26,8 @@ from duplexeval.containers.engine import MANAGED_LABEL, MODEL_LABEL, RUN_LABEL, 
 from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
 from duplexeval.runner.client import Endpoint
 from duplexeval.runner.errors import ModelFault
-from duplexeval.runner.modelspec import ModelSpec
 from duplexeval.secrets import redact
+from duplexeval.specs.modelspec import ModelSpec
 
 SOCKET_DIR_IN_CONTAINER = "/run/duplexeval"
 WEIGHTS_DIR_IN_CONTAINER = "/weights"

@@ -11,7 +11,7 @@ import os
 
 from duplexeval.runner.backends.base import Backend
 from duplexeval.runner.client import Endpoint
-from duplexeval.runner.modelspec import ModelSpec
+from duplexeval.specs.modelspec import ModelSpec
 
 
 class EndpointBackend(Backend):

@@ -14,11 +14,11 @@ import signal
 import subprocess
 import sys
 
+from duplexeval.resources import import_root
 from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
 from duplexeval.runner.client import Endpoint
-from duplexeval.resources import import_root
-from duplexeval.runner.modelspec import ModelSpec
 from duplexeval.secrets import redact
+from duplexeval.specs.modelspec import ModelSpec
 
 STDERR_TAIL_BYTES = 2000
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from duplexeval.realtime.config import CONFIG_ENV, config_from_spec
 from duplexeval.runner.backends.local import LocalBackend
-from duplexeval.runner.modelspec import ModelSpec
+from duplexeval.specs.modelspec import ModelSpec
+from duplexeval.specs.realtime_config import CONFIG_ENV, config_from_spec
 
 BRIDGE_COMMAND = ("{python}", "-m", "duplexeval.realtime.bridge", "--socket", "{socket}")
 

@@ -6,8 +6,6 @@ users saw "task not found"). All problems of a file are reported together.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +14,16 @@ import jsonschema
 from duplexeval.benchmarks.mpe.scenes.model import Scene, scene_from_dict
 from duplexeval.benchmarks.mpe.scenes.rules import rule_problems
 from duplexeval.resources import resource
+from duplexeval.specs import repo_root
 from duplexeval.specs.errors import SpecError, SpecErrors, format_field
+from duplexeval.specs.loader import schema_for
 from duplexeval.specs.yaml_source import load_yaml
 
-SCENE_SCHEMA = resource("specs", "schema", "scene.schema.json")
 EMBEDDED_SCENES = resource("data", "embedded", "mpe", "scenes")
 
 
-@lru_cache(maxsize=1)
 def scene_schema() -> dict[str, Any]:
-    schema = json.loads(SCENE_SCHEMA.read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return schema
+    return schema_for("scene")
 
 
 def _line(locations: dict[tuple, int], at: tuple) -> int:
@@ -95,3 +91,28 @@ def load_scenes(root: str | Path = EMBEDDED_SCENES) -> list[Scene]:
     if errors:
         raise SpecErrors(errors)
     return scenes
+
+
+def imported_scenes_dir(bench: dict[str, Any]) -> Path:
+    """The scenes folder of `duplexeval data import duplex-mpe`; FileNotFoundError with the
+    exact commands when not imported."""
+    from duplexeval.data.imported import missing_message, ready
+
+    folder = ready("duplex-mpe")
+    if folder is None:
+        raise FileNotFoundError(missing_message("duplex-mpe", f"benchmark {bench['id']}"))
+    return folder / "scenes"
+
+
+def load_bench_scenes(bench: dict[str, Any], limit: int | None = None) -> list[Scene]:
+    """The scenes a benchmark spec names: the imported published copy, or embedded scene files."""
+    data = bench["data"]
+    if data.get("source") == "public" and data.get("dataset") == "duplex-mpe" and "path" not in data:
+        scenes = load_scenes(imported_scenes_dir(bench))
+        return scenes[:limit] if limit else scenes
+    if data.get("source") != "embedded" or "path" not in data:
+        raise FileNotFoundError(
+            f"benchmark {bench['id']}: data source {data.get('source')!r} ({data.get('dataset', '?')}) is not on this "
+            "machine; run a suite whose overrides point data.path at scene files (e.g. the embedded suite)")
+    scenes = load_scenes(repo_root() / Path(data["path"]))
+    return scenes[:limit] if limit else scenes

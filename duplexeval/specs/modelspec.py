@@ -144,7 +144,7 @@ def model_spec_from(obj: Any) -> ModelSpec:
     if backend == "endpoint" and not launch.get("endpoint"):
         raise ValueError(f"{where}: launch.backend is endpoint but 'launch.endpoint' is missing")
     if backend == "realtime-api":
-        from duplexeval.realtime.config import config_from_spec
+        from duplexeval.specs.realtime_config import config_from_spec
 
         config_from_spec(sid, data)  # a field that cannot work is named now, not at the first session
     elif backend not in ("local", "docker", "endpoint"):

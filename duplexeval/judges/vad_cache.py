@@ -1,0 +1,70 @@
+"""Silero speech episodes cached on disk by content, under `$DUPLEXEVAL_CACHE/vad`: the one
+VAD episode cache of every scorer (Duplex-MPE's episodes, MTR's scoring and segmentation).
+
+Each entry holds its key and the key's components, and is checked on read (a corrupt or
+mismatched entry is logged and recomputed). `detect_episodes` is called through its module
+so a test that counts VAD runs sees these too.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from duplexeval.io import sha256_bytes
+from duplexeval.judges import vad
+from duplexeval.store import ContentStore
+
+log = logging.getLogger(__name__)
+
+EPISODES_CACHE_VERSION = 1
+
+
+def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speech_ms: float, merge_gap_ms: float,
+                    mode: Literal["causal", "offline"], hysteresis: float, scorer: str, cache: bool = True,
+                    cache_dir: Path | None = None) -> list[tuple[float, float]]:
+    """detect_episodes, cached on disk by content under `$DUPLEXEVAL_CACHE/vad`.
+
+    The key is the samples and everything the episodes depend on (the rules, the mode, the
+    silero-vad, onnxruntime and soxr versions) and the scorer asking (Duplex-MPE's episodes,
+    MTR's segmentation), so a hit is what the VAD would return and a changed sample or rule
+    misses. Re-scores and resumes read their episodes back; MTR's plan, which every worker
+    process rebuilds, skips both the offline pass and its torch import.
+    """
+    params: dict[str, Any] = {"threshold": float(threshold), "min_speech_ms": float(min_speech_ms),
+                              "merge_gap_ms": float(merge_gap_ms), "mode": mode, "hysteresis": float(hysteresis)}
+    samples = np.ascontiguousarray(audio, dtype="<f4").reshape(-1)
+    components = {"v": EPISODES_CACHE_VERSION, "scorer": scorer, "audio_sha256": sha256_bytes(samples.tobytes()),
+                  "rate": int(rate), "params": params, "versions": _vad_versions()}
+    store = ContentStore("vad", "episodes", cache_dir)
+    if cache:
+        hit = store.get(components)
+        if hit is not None:
+            try:
+                return [(float(s), float(e)) for s, e in hit]
+            except (ValueError, TypeError) as exc:
+                log.warning("ignoring a VAD cache entry that holds no episodes (%s); running the VAD again", exc)
+    episodes = [(float(s), float(e)) for s, e in vad.detect_episodes(
+        audio, rate, threshold=params["threshold"], min_speech_ms=params["min_speech_ms"],
+        merge_gap_ms=params["merge_gap_ms"], mode=mode, hysteresis=params["hysteresis"])]
+    if cache:
+        store.put(components, [list(e) for e in episodes])
+    return episodes
+
+
+@lru_cache(maxsize=1)
+def _vad_versions() -> dict[str, str]:
+    """The packages a probability depends on: the model file (silero-vad), its runtime, the resampler."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("silero-vad", "onnxruntime", "soxr"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not-installed"
+    return out

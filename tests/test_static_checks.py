@@ -1,0 +1,109 @@
+"""The static checks of the package, run by `make test` with the rest of the suite.
+
+ruff (lint and import order), mypy and import-linter read their settings from
+pyproject.toml, at the strictness the package passed when they came in; those settings may
+only rise. The import contracts are shown to bite: a copy of the package with one upward
+import, or one circle, planted in it must fail them.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _tool(name: str, *args: str, cwd: Path = ROOT, pythonpath: Path = ROOT) -> subprocess.CompletedProcess:
+    exe = BIN / name
+    if not exe.exists():
+        pytest.fail(f"{name} is not installed in {BIN}: `make setup` installs the dev extra")
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "PYTHONPATH": str(pythonpath), "HOME": str(Path.home())}
+    return subprocess.run([str(exe), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_passes_on_the_package():
+    got = _tool("ruff", "check", "--no-cache", "duplexeval")
+    assert got.returncode == 0, got.stdout + got.stderr
+
+
+def test_mypy_passes_on_the_package():
+    got = _tool("mypy")  # `files` and the per-module allowances are in pyproject.toml
+    assert got.returncode == 0, got.stdout + got.stderr
+
+
+def test_import_contracts_hold():
+    got = _tool("lint-imports", "--no-cache")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "Contracts: 3 kept, 0 broken." in got.stdout
+
+
+@pytest.fixture
+def package_copy(tmp_path) -> Path:
+    """A copy of the package and its pyproject.toml, to plant violations in."""
+    shutil.copytree(ROOT / "duplexeval", tmp_path / "duplexeval",
+                    ignore=shutil.ignore_patterns("__pycache__", "_bundle"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def _lint_copy(copy: Path) -> subprocess.CompletedProcess:
+    return _tool("lint-imports", "--no-cache", "--config", str(copy / "pyproject.toml"), cwd=copy, pythonpath=copy)
+
+
+def test_the_unaltered_copy_passes(package_copy):
+    got = _lint_copy(package_copy)
+    assert got.returncode == 0, got.stdout
+
+
+def test_an_upward_import_breaks_the_layers(package_copy):
+    io = package_copy / "duplexeval" / "io.py"
+    io.write_text(io.read_text() + "\nfrom duplexeval.runner import session  # planted\n")
+    got = _lint_copy(package_copy)
+    assert got.returncode != 0
+    assert "duplexeval.io is not allowed to import duplexeval.runner" in got.stdout
+
+
+def test_a_circle_between_modules_is_found(package_copy):
+    mpe = package_copy / "duplexeval" / "benchmarks" / "mpe"
+    metrics = mpe / "metrics.py"
+    metrics.write_text(metrics.read_text() + "\nfrom duplexeval.benchmarks.mpe import timeline  # planted\n")
+    timeline = mpe / "timeline.py"
+    timeline.write_text(timeline.read_text() + "\nfrom duplexeval.benchmarks.mpe import metrics  # planted\n")
+    got = _lint_copy(package_copy)
+    assert got.returncode != 0
+    assert "No cycles are allowed in duplexeval.benchmarks.mpe." in got.stdout
+
+
+def test_one_family_naming_another_breaks_independence(package_copy):
+    plan = package_copy / "duplexeval" / "benchmarks" / "mtr" / "plan.py"
+    plan.write_text(plan.read_text() + "\nfrom duplexeval.benchmarks.mpe import metrics  # planted\n")
+    got = _lint_copy(package_copy)
+    assert got.returncode != 0
+    assert "a benchmark family names no other family BROKEN" in got.stdout
+
+
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_450_lines():
+    """A module has one job (docs/architecture.md); past 450 lines it is doing two."""
+    package = ROOT / "duplexeval"
+    long = {str(p.relative_to(ROOT)): n for p in package.rglob("*.py")
+            if "_bundle" not in p.parts and (n := len(p.read_text("utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def test_the_cache_root_is_computed_in_one_place():
+    """`$DUPLEXEVAL_CACHE` is read by duplexeval.resources.cache_root() alone (issue 27 counted six)."""
+    package = ROOT / "duplexeval"
+    reads = re.compile(r'environ(\.get\(|\[)\s*("DUPLEXEVAL_CACHE"|CACHE_ENV)')
+    readers = sorted(str(p.relative_to(ROOT)) for p in package.rglob("*.py")
+                     if "_bundle" not in p.parts and reads.search(p.read_text("utf-8")))
+    assert readers == ["duplexeval/resources.py"]
