@@ -10,12 +10,11 @@ import click
 
 from duplexeval.commands.bounds import check_backend, check_executor, run_id_name
 from duplexeval.commands.runner import backend_options
-from duplexeval.io import atomic_write_json
 from duplexeval.executors.core import UnitFailed
+from duplexeval.io import atomic_write_json
 from duplexeval.runner.errors import ModelStartError, RunConfigMismatch
 from duplexeval.runs.run_name import default_run_id, fresh_run_id
 from duplexeval.specs import Registry, SpecErrors, UnknownSpecError
-
 
 # What stops a run before or between items (not an item's own fault): printed, exit 2.
 RUN_ERRORS = (SpecErrors, UnknownSpecError, FileNotFoundError, RunConfigMismatch, ModelStartError, ValueError,
@@ -268,7 +267,7 @@ def check_options(backend: str | None, endpoint: str | None, executor: str, jobs
 
 def print_item_errors(outcomes) -> int:
     """One line per job that lost items, with its error counts by code; returns how many items."""
-    from duplexeval.runs.outcomes import job_errors, error_line
+    from duplexeval.runs.outcomes import error_line, job_errors
 
     errored = job_errors(outcomes)
     for key, codes in errored:

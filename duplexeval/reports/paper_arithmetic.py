@@ -8,9 +8,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from duplexeval.reports.arithmetic_rows import (  # noqa: F401  (re-exported API)
-    CONSISTENT, DERIVED, DOES_NOT_RECONCILE, FAILING_STATUSES, INCONSISTENT, NOT_REPRODUCIBLE, OUT_OF_TOLERANCE,
-    REPRODUCED, ArithmeticRow, against, derived, inequality, known_discrepancy, mcnemar_exact_log10_p, mcnemar_exact_p,
-    not_reproducible)
+    CONSISTENT,
+    DERIVED,
+    DOES_NOT_RECONCILE,
+    FAILING_STATUSES,
+    INCONSISTENT,
+    NOT_REPRODUCIBLE,
+    OUT_OF_TOLERANCE,
+    REPRODUCED,
+    ArithmeticRow,
+    against,
+    derived,
+    inequality,
+    known_discrepancy,
+    mcnemar_exact_log10_p,
+    mcnemar_exact_p,
+    not_reproducible,
+)
 from duplexeval.reports.golden import Golden, format_number, golden_dir, golden_files, load_golden
 
 

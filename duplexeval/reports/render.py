@@ -24,7 +24,15 @@ from duplexeval.io import atomic_write_text
 from duplexeval.reports import browser
 from duplexeval.reports.compare import DiffRow, compare_run, counts as diff_counts, failed as diff_failed
 from duplexeval.reports.formatting import (  # noqa: F401  (latex_escape, LatexSafe: part of this module's API)
-    LatexSafe, _latex_caveat_mark, _latex_finalize, fmt, latex_escape, latex_lost, latex_pub, latex_rate)
+    LatexSafe,
+    _latex_caveat_mark,
+    _latex_finalize,
+    fmt,
+    latex_escape,
+    latex_lost,
+    latex_pub,
+    latex_rate,
+)
 from duplexeval.reports.golden import Golden, golden_files, load_golden
 from duplexeval.reports.incomplete import marked, run_incomplete
 from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary

@@ -29,7 +29,13 @@ from duplexeval.runner.batch import BUSY_RETRY_S, probe_max_sessions, refused_bu
 from duplexeval.runner.errors import ModelFault
 from duplexeval.runner.fork import add_group_diagnostics, run_forked_session
 from duplexeval.runner.items import (
-    ItemResult, ModelHost, StimulusFactory, finished_status, item_seed, startup_failure, write_item,
+    ItemResult,
+    ModelHost,
+    StimulusFactory,
+    finished_status,
+    item_seed,
+    startup_failure,
+    write_item,
 )
 from duplexeval.runner.session import SessionOutcome
 
