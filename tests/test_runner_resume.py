@@ -101,7 +101,7 @@ def test_a_folder_begun_with_the_whole_spec_hash_still_resumes(tmp_path):
     """Folders from before the identity left display fields out recorded the whole spec's hash."""
     import json
 
-    from duplexeval.runner.modelspec import model_spec_from
+    from duplexeval.specs.modelspec import model_spec_from
 
     spec = dict(load_model_spec("silent").data)
     items = [("a", lambda: FileStimulus(tone(0.3), 16000))]
