@@ -57,6 +57,17 @@ def _collector(root: dict[str, Any]) -> Any:
     return validators.extend(jsonschema.Draft202012Validator, {KEYWORD: _reading, "properties": properties})
 
 
+_COLLECTORS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def _collector_for(schema: dict[str, Any]) -> Any:
+    """The collector class of `schema`, made once per schema object (the loader caches schemas)."""
+    entry = _COLLECTORS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = _COLLECTORS[id(schema)] = (schema, _collector(schema))
+    return entry[1]
+
+
 def _resolve(root: dict[str, Any], sub: Any) -> dict[str, Any]:
     """A property's schema with a local `$ref` followed (the only kind the specs use)."""
     while isinstance(sub, dict) and isinstance(sub.get("$ref"), str) and sub["$ref"].startswith("#/"):
@@ -75,7 +86,7 @@ def readings(schema: dict[str, Any], data: dict[str, Any]) -> dict[str, dict[str
     `default: true` marks a value the spec left to its schema default.
     """
     out: dict[str, dict[str, Any]] = {}
-    for error in _collector(schema)(schema).iter_errors(data):
+    for error in _collector_for(schema)(schema).iter_errors(data):
         if error.validator != KEYWORD:
             continue  # validity is the loader's business; here only readings are collected
         field = format_field(tuple(error.absolute_path))
@@ -144,10 +155,21 @@ def suite_reading_problems(chosen: dict[str, Any], benches: list[dict[str, Any]]
 
 
 def benchmark_readings(bench: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The readings of one resolved benchmark spec (after a suite's overrides)."""
+    """The readings of one resolved benchmark spec (after a suite's overrides).
+
+    Memoised by content: `validate` and every spec load check each suite's readings
+    against its benchmarks, and a schema walk per benchmark would double a reload's cost.
+    """
+    from duplexeval.io import sha256_json
     from duplexeval.specs.loader import schema_for
 
-    return readings(schema_for("benchmark"), bench)
+    key = sha256_json(bench)
+    if key not in _MEMO:
+        _MEMO[key] = readings(schema_for("benchmark"), bench)
+    return copy.deepcopy(_MEMO[key])
+
+
+_MEMO: dict[str, dict[str, dict[str, Any]]] = {}
 
 
 def reading_values(bench: dict[str, Any]) -> dict[str, Any]:
