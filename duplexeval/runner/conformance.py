@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 import numpy as np
 
@@ -311,32 +311,30 @@ class Conformance:
         finally:
             await client.close()
 
+    async def _long_session(self, clock: str, seconds: float, seed: int, tail_frames: int = 0) -> tuple[Any, str]:
+        """Play `seconds` of the long test signal on `clock`; a fault or a missing model
+        channel fails the check; returns the outcome and the spot checks' summary."""
+        rate = 16000
+        stim = FileStimulus(long_signal(rate, seconds), rate, tail_frames=tail_frames)
+        out = await run_session(self.endpoint, self.spec, stim, clock, rate, seed=seed)
+        if out.fault is not None:
+            raise AssertionError(f"{seconds:g} s session: {out.fault}")
+        if out.said is None:
+            raise AssertionError("no model channel recorded")
+        return out, spot_check(out.said, out.heard, out.frame_samples, seed=seed)
+
     async def check_long_lockstep(self) -> str:
         """A whole item's worth of frames: faults that start late (frame 20, 200) show here."""
         if "lockstep" not in self.spec.clocks:
             raise _Skip("clock lockstep not in the spec: the realtime check plays --realtime-s on the wall clock "
                         "(raise it to reach late frames)")
-        rate = 16000
-        stim = FileStimulus(long_signal(rate, self.long_lockstep_s), rate, tail_frames=TAIL_FRAMES)
-        out = await run_session(self.endpoint, self.spec, stim, "lockstep", rate, seed=9)
-        if out.fault is not None:
-            raise AssertionError(f"{self.long_lockstep_s:g} s session: {out.fault}")
-        if out.said is None:
-            raise AssertionError("no model channel recorded")
-        checked = spot_check(out.said, out.heard, out.frame_samples, seed=9)
+        out, checked = await self._long_session("lockstep", self.long_lockstep_s, seed=9, tail_frames=TAIL_FRAMES)
         return f"{out.frames} frames ({self.long_lockstep_s:g} s + tail) in lockstep; {checked}"
 
     async def check_realtime(self) -> str:
         if "realtime" not in self.spec.clocks:
             raise _Skip("clock realtime not in the spec")
-        rate = 16000
-        stim = FileStimulus(long_signal(rate, self.realtime_s), rate)
-        out = await run_session(self.endpoint, self.spec, stim, "realtime", rate, seed=5)
-        if out.fault is not None:
-            raise AssertionError(f"{self.realtime_s:g} s session: {out.fault}")
-        if out.said is None:
-            raise AssertionError("no model channel recorded")
-        checked = spot_check(out.said, out.heard, out.frame_samples, seed=5)
+        out, checked = await self._long_session("realtime", self.realtime_s, seed=5)
         return f"{out.frames} frames on the wall clock, {out.stats['underrun_frames']} underrun; {checked}"
 
     CHECKS: tuple[tuple[str, str], ...] = (

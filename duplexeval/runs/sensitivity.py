@@ -134,7 +134,7 @@ def _delta(a: Any, b: Any) -> float | None:
     return None
 
 
-def folder_rows(run_dir: Path, bench_dir: Path, switches: list[Switch], scratch: Path) -> Iterator[dict[str, Any]]:
+def folder_rows(bench_dir: Path, switches: list[Switch], scratch: Path) -> Iterator[dict[str, Any]]:
     """Rows for one <model>/<benchmark> folder: per alternative and metric, baseline vs alternative."""
     from duplexeval.benchmarks import benchmark_for
     from duplexeval.runs.bench_folders import SPEC_SNAPSHOTS, bench_spec_for
@@ -183,7 +183,7 @@ def sensitivity(run_dir: Path, switches: list[Switch] | None = None,
         for i, folder in enumerate(folders, 1):
             if progress:
                 progress(f"[{i}/{len(folders)}] {folder.parent.name}/{folder.name}")
-            rows.extend(folder_rows(run_dir, folder, switches, Path(tmp)))
+            rows.extend(folder_rows(folder, switches, Path(tmp)))
     out = {"schema": SCHEMA, "switches": [s.label() for s in switches], "rows": rows}
     atomic_write_json(run_dir / "sensitivity.json", out)
     return out
