@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,23 @@ def test_an_upward_import_breaks_the_layers(package_copy):
     got = _lint_copy(package_copy)
     assert got.returncode != 0
     assert "duplexeval.io is not allowed to import duplexeval.runner" in got.stdout
+
+
+def test_no_import_is_excused():
+    """No contract lists `ignore_imports`: the report is handed the families by the commands and
+    the run folder's files live in runfolder/, so nothing imports upward or in a circle."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["importlinter"]["contracts"]
+    assert [c["id"] for c in contracts if c.get("ignore_imports")] == []
+
+
+def test_the_report_looking_up_a_family_breaks_the_layers(package_copy):
+    """reports/ sits below the families: asking the plug-in registry from the page is an upward import."""
+    render = package_copy / "duplexeval" / "reports" / "render.py"
+    render.write_text(render.read_text() + "\nfrom duplexeval.benchmarks import registry  # planted\n")
+    got = _lint_copy(package_copy)
+    assert got.returncode != 0
+    assert "duplexeval.reports is not allowed to import duplexeval.benchmarks" in got.stdout
+    assert "duplexeval.reports.render -> duplexeval.benchmarks.registry" in got.stdout
 
 
 def test_a_circle_between_modules_is_found(package_copy):

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from duplexeval.benchmarks.mpe.results import judges_from_spec, score_run
 from duplexeval.cli import cli
 from duplexeval.commands.run import run_suite
-from duplexeval.runs.verify import verify_run
+from duplexeval.runfolder.verify import verify_run
 
 BENCH = Path("silent") / "mpe-explicit"
 ITEM = BENCH / "items" / "bakery-pie"
@@ -113,7 +113,7 @@ def test_a_corrupt_cited_judge_cache_entry_is_damage(run, tmp_path):
     results = json.loads((run / BENCH / "results.json").read_text())
     results["records_sha256"] = sha256_json(rows)
     (run / BENCH / "results.json").write_text(json.dumps(results))
-    from duplexeval.runs.verify import seal_manifest
+    from duplexeval.runfolder.verify import seal_manifest
 
     seal_manifest(run)
     assert [f for f in verify_run(run, cache_root=tmp_path / "cache") if f.damaged] == []

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from duplexeval.reports.golden import Golden
     from duplexeval.reports.paper_arithmetic import ArithmeticRow
     from duplexeval.reports.sections import ReportSection, SectionInputs
-    from duplexeval.runs.plan import Job
+    from duplexeval.runfolder.plan import Job
 
 ItemProgress = Callable[[int, int, str], None]   # (done, total, item id), as score_bench_dir takes it
 

@@ -27,7 +27,7 @@ MPE_REFUSAL = ("Duplex-MPE recordings cannot be imported: its stimulus depends o
 
 def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
     """The benchmark spec (with the suite's overrides when --suite is given) and its sha256."""
-    from duplexeval.runs.plan import apply_overrides
+    from duplexeval.runfolder.plan import apply_overrides
     from duplexeval.specs import Registry
 
     registry = Registry.load()
@@ -108,7 +108,7 @@ def export_recordings(run_dir: Path, layout: str, out: Path) -> None:
     from duplexeval.benchmarks.mtr.authors_layout import LayoutError
     from duplexeval.benchmarks.mtr.recordings import export_bench_dir
     from duplexeval.recordings.run_folder import ImportRefused
-    from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
+    from duplexeval.runfolder.bench_folders import bench_dirs, bench_spec_for
 
     folders = bench_dirs(run_dir)
     if not folders:

@@ -20,7 +20,8 @@ from typing import Any, Callable
 from markupsafe import Markup
 
 from duplexeval.reports import charts
-from duplexeval.reports.run_dir import ResultFile, RunDir, item_dirs, read_events, read_records
+from duplexeval.reports.sections import Families, family_of
+from duplexeval.runfolder.run_dir import ResultFile, RunDir, item_dirs, read_events, read_records
 
 SCRIPT = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
 MAX_RECORDS = 20000          # per report; beyond this the browser says how many it left out
@@ -66,23 +67,22 @@ def _verdict(passed: Any) -> str:
     return {True: "pass", False: "fail"}.get(passed, "excluded")
 
 
-def _family_items(result: ResultFile) -> Callable[[str], dict[str, Any] | None]:
+def _family_items(result: ResultFile, families: Families) -> Callable[[str], dict[str, Any] | None]:
     """The family's item view (`Benchmark.report_item`) for this result's folder; nothing when it has none."""
-    from duplexeval.benchmarks.registry import plugins
-    from duplexeval.reports.sections import family_of
-
-    plugin = plugins().get(family_of(result))
+    plugin = families.get(family_of(result))
     if plugin is None:
         return lambda item_id: None
     return lambda item_id: plugin.report_item(result.folder, item_id)
 
 
-def browser_data(run: RunDir, max_records: int = MAX_RECORDS) -> dict[str, Any]:
+def browser_data(run: RunDir, families: Families, max_records: int = MAX_RECORDS) -> dict[str, Any]:
+    """Every scored record of the run (at most `max_records`) and each item's timeline;
+    `families` (name -> plug-in) give the items their family draws itself."""
     records: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}
     total = 0
     for result in run.results:
-        family_item = _family_items(result)
+        family_item = _family_items(result, families)
         recs = read_records(result)
         total += len(recs)
         dirs = {d.name: d for d in item_dirs(result)}

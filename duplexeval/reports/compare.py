@@ -32,7 +32,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from duplexeval.reports.golden import Golden, GoldenCell, format_number
-from duplexeval.reports.run_dir import RunDir, find_results, read_field
+from duplexeval.runfolder.run_dir import RunDir, find_results, read_field
 
 OK = "ok"
 OUT = "out of tolerance"

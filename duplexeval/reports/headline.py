@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from duplexeval.reports.run_dir import ResultFile
+from duplexeval.runfolder.run_dir import ResultFile
 
 SPEC_SNAPSHOT = "benchmark.json"  # the resolved benchmark spec the run wrote beside its results
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from duplexeval.reports.compare import _statistics_value
 from duplexeval.reports.golden import Golden, GoldenCell
-from duplexeval.reports.run_dir import ResultFile, RunDir, read_field
+from duplexeval.runfolder.run_dir import ResultFile, RunDir, read_field
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from duplexeval.reports.charts import (
     span,
     speech_episodes,
 )
-from duplexeval.reports.run_dir import ResultFile
+from duplexeval.runfolder.run_dir import ResultFile
 
 
 def start_presence_bars(results: list[ResultFile]) -> Chart | None:

@@ -25,7 +25,7 @@ from duplexeval.benchmarks.mpe import metrics as mpe
 from duplexeval.benchmarks.mpe.plan_file import read_plan_file
 from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, score_item
 from duplexeval.io import read_jsonl, sha256_json
-from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
+from duplexeval.runfolder.bench_folders import bench_dirs, bench_spec_for
 from duplexeval.stats import wilson_interval
 
 log = logging.getLogger(__name__)
