@@ -118,10 +118,11 @@ def test_no_module_is_over_450_lines():
     assert long == {}
 
 
-def test_the_cache_root_is_computed_in_one_place():
-    """`$DUPLEXEVAL_CACHE` is read by duplexeval.resources.cache_root() alone (issue 27 counted six)."""
+def test_the_cache_roots_are_computed_in_one_place():
+    """`$DUPLEXEVAL_CACHE` and the other cache roots' variables (data sets, weights, wheelhouse)
+    are read by duplexeval.resources alone (issue 27 counted six readers of the first)."""
     package = ROOT / "duplexeval"
-    reads = re.compile(r'environ(\.get\(|\[)\s*("DUPLEXEVAL_CACHE"|CACHE_ENV)')
+    reads = re.compile(r'environ(\.get\(|\[)\s*("DUPLEXEVAL_(CACHE|DATA_CACHE|WEIGHTS_CACHE|WHEELHOUSE)"|CACHE_ENV)')
     readers = sorted(str(p.relative_to(ROOT)) for p in package.rglob("*.py")
                      if "_bundle" not in p.parts and reads.search(p.read_text("utf-8")))
     assert readers == ["duplexeval/resources.py"]

@@ -132,7 +132,7 @@ def transcribe(audio: np.ndarray, rate: int, asr: dict[str, Any] | None = None, 
         raise ValueError(f"transcribe expects mono audio, got shape {audio.shape}")
     audio_16k = resample(audio, rate, ASR_RATE)
     components = cache_components(audio_16k, spec)
-    store = ContentStore("asr", "transcript", cache_dir)
+    store = ContentStore.of("asr", cache_dir)
     if cache:
         hit = _from_store(store.get(components))
         if hit is not None:

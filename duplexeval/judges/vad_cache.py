@@ -40,7 +40,7 @@ def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speec
     samples = np.ascontiguousarray(audio, dtype="<f4").reshape(-1)
     components = {"v": EPISODES_CACHE_VERSION, "scorer": scorer, "audio_sha256": sha256_bytes(samples.tobytes()),
                   "rate": int(rate), "params": params, "versions": _vad_versions()}
-    store = ContentStore("vad", "episodes", cache_dir)
+    store = ContentStore.of("vad", cache_dir)
     if cache:
         hit = store.get(components)
         if hit is not None:
