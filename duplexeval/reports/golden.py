@@ -108,6 +108,20 @@ class Golden:
             raise KeyError(f"{cell_id} has no value (bounds or text cell)")
         return cell.value
 
+    def bound(self, cell_id: str, side: str) -> float:
+        """A bounds cell's `min` or `max` (KeyError naming the cell when it has none)."""
+        bounds = self.by_id[cell_id].bounds
+        if bounds is None or side not in bounds:
+            raise KeyError(f"{cell_id} has no {side} bound")
+        return bounds[side]
+
+    def numerators(self, cell_id: str) -> tuple[int, int]:
+        """The integer numerators a printed rate allows (`numerator_range`; KeyError when not given)."""
+        rng = self.by_id[cell_id].numerator_range
+        if rng is None:
+            raise KeyError(f"{cell_id} has no numerator_range")
+        return rng
+
 
 def format_number(x: float | int | None, decimals: int | None = None) -> str:
     if x is None:

@@ -30,7 +30,7 @@ def _metric(result: ResultFile, name: str) -> dict[str, Any] | None:
 
 def mpe_table(results: list[ResultFile]) -> dict[str, Any]:
     """Rows model x condition; the paper's four scores plus presence, each with n / N."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in results:
         if not any(k in r.metrics() for k in ("start", "shush")):
             continue
