@@ -96,7 +96,7 @@ def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]])
         elif e.get("type") == "episode" and span(e):
             out.append(span(e))
     for r in records:
-        # Scoring records carry the speech they judged: a Shush window's `speech`, an
+        # Scoring records carry the speech they judged: a window's `speech`, an
         # Answer's response episode as its `window`.
         if r.get("metric") == "answer" and span(r):
             out.append(span(r))
@@ -110,7 +110,7 @@ def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]])
 
 def passed(row: dict[str, Any]) -> bool | None:
     if isinstance(row.get("passed"), bool) or ("passed" in row and row["passed"] is None):
-        return row["passed"]  # None: excluded (e.g. a Stop event that was not eligible)
+        return row["passed"]  # None: excluded (e.g. an event that was not eligible)
     outcome = row.get("outcome", row.get("verdict", row.get("pass")))
     if isinstance(outcome, bool):
         return outcome

@@ -137,7 +137,7 @@ def load_golden(path: str | Path) -> Golden:
     """Load and validate one golden file; raises SpecErrors naming file:line:field.
 
     Parsed files are cached by (path, content hash): the pure-Python line-tracking YAML
-    reader takes ~0.2 s for the MPE file, and compare, paper-check and report each read
+    reader takes ~0.2 s for the largest golden file, and compare, paper-check and report each read
     it. The hash, not the mtime, keys the cache: two edits within one timestamp tick
     must not return the first edit's numbers.
     """
