@@ -69,6 +69,17 @@ class Benchmark(ABC):
         when events.jsonl says it all."""
         return None
 
+    def record_span(self, record: dict[str, Any]) -> tuple[float, float] | None:
+        """Where one of the family's records sits on the recording's time axis, when its records
+        spell that window their own way (the item view marks it); None (the default): the report
+        reads the spellings every family shares (`window`, start/end, t0/t1)."""
+        return None
+
+    def record_speech(self, record: dict[str, Any]) -> list[tuple[float, float]]:
+        """Model speech a record of the family judged beyond its `episodes` / `speech` lists (the
+        item view draws it in the model's lane); empty by default."""
+        return []
+
     def paper_arithmetic(self, papers: dict[str, Golden]) -> list[ArithmeticRow]:
         """The family's half of `paper-check`: published numbers re-derived from the paper's own
         counts (`papers`: paper id -> golden file). Empty for a family without a paper."""

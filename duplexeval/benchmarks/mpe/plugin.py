@@ -51,6 +51,14 @@ class DuplexMpe(Benchmark):
 
     paper_golden_files = ("duplex-mpe.yaml",)   # golden/ file of the paper this family reproduces
 
+    def record_span(self, record: dict[str, Any]) -> tuple[float, float] | None:
+        from duplexeval.benchmarks.mpe.report_charts import record_span
+        return record_span(record)
+
+    def record_speech(self, record: dict[str, Any]) -> list[tuple[float, float]]:
+        from duplexeval.benchmarks.mpe.report_charts import judged_speech
+        return judged_speech(record)
+
     def paper_arithmetic(self, papers):
         from duplexeval.benchmarks.mpe.paper_arithmetic import CHECKS
 
