@@ -177,7 +177,7 @@ def resize_reference(reference: Sequence[float], n: int) -> np.ndarray:
     return np.interp(np.linspace(0.0, 1.0, n), np.linspace(0.0, 1.0, len(ref)), ref)
 
 
-def jensen_shannon(p: Sequence[float], q: Sequence[float], form: str = "distance") -> float:
+def jensen_shannon(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray, form: str = "distance") -> float:
     """Jensen-Shannon between two histograms, each normalised to sum 1, natural logarithm.
 
     `distance` is the square root of the divergence: what scipy's `jensenshannon`, which the

@@ -181,7 +181,7 @@ def judges_for(bench: dict[str, Any], cache_mode: str) -> dict[str, Any]:
     from duplexeval.specs import Registry
 
     spec = Registry.load().get("judge", bench["judges"]["relevance"])
-    return {"relevance": Judge.from_spec(spec.data, spec.path, JudgeCache(mode=cache_mode))}
+    return {"relevance": Judge.from_spec(spec.data, spec.path, JudgeCache(mode=cache_mode))}  # type: ignore[arg-type]
 
 
 def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], cache_mode: str = "readwrite", *,
