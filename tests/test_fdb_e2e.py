@@ -28,6 +28,9 @@ def run_dir(tmp_path_factory) -> Path:
     run, outcomes = run_suite("embedded", models=["oracle", "silent"], benchmarks=TASKS, run_id="fdb",
                               runs_dir=root, limit=None, clock=None)
     assert [o.status for o in outcomes] == ["scored"] * 10, [(o.job.key, o.reason) for o in outcomes]
+    _, outcomes = run_suite("embedded", models=["babbler"], benchmarks=["fdb-backchannel"], run_id="fdb",
+                            runs_dir=root, limit=None, clock=None)
+    assert [o.status for o in outcomes] == ["scored"]
     return run
 
 
@@ -62,6 +65,14 @@ def test_oracle_yields_through_pauses_backchannels_and_answers_after_turns_and_i
         assert "walk you through" not in r["transcript"].lower()
 
 
+def test_the_babblers_first_long_segment_takes_the_turn_and_ends_the_backchannel_count(run_dir):
+    m = results(run_dir, "babbler", "fdb-backchannel")["metrics"]
+    assert (m["tor"]["value"], m["frequency"]["value"], m["jsd"]["value"]) == (1.0, 0.0, 1.0)
+    for r in records(run_dir, "babbler", "fdb-backchannel"):
+        first = r["segments"][0]
+        assert first["long"] and first["segment"][1] - first["segment"][0] > 3.0 and len(r["segments"]) == 1
+
+
 def test_every_result_names_its_asr_engine_and_judge(run_dir):
     for bench in TASKS:
         r = results(run_dir, "oracle", bench)
@@ -72,7 +83,7 @@ def test_every_result_names_its_asr_engine_and_judge(run_dir):
 def test_runs_match_golden_embedded(run_dir):
     rows = compare_run(load_run(run_dir), load_golden(repo_root() / "golden" / "embedded.yaml"))
     assert not failed(rows), [r for r in rows if r.status not in ("ok", "missing")]
-    assert sum(1 for r in rows if r.status == "ok" and ".fdb." in r.cell_id) == 21
+    assert sum(1 for r in rows if r.status == "ok" and ".fdb." in r.cell_id) == 21 + 3   # the babbler's backchannel cells
 
 
 def test_rescoring_gives_byte_identical_results(run_dir):
@@ -103,7 +114,7 @@ def test_sensitivity_switches_the_three_readings(run_dir):
     jsd = {r["model"]: r for r in rows if r["reading"] == "options.backchannel.jsd" and r["metric"] == "jsd"}
     per_sample = [r["jsd"] for r in records(run_dir, "oracle", "fdb-backchannel")]
     assert jsd["oracle"]["alt_value"] == pytest.approx(sum(x * x for x in per_sample) / len(per_sample))
-    assert jsd["silent"]["delta"] == 0.0                 # no backchannel: 1 under either form
+    assert jsd["silent"]["delta"] == 0.0 and jsd["babbler"]["delta"] == 0.0   # no backchannel: 1 under either form
     assert {r["reading"] for r in rows} == {"options.backchannel.jsd", "options.backchannel.tor",
                                             "options.latency_negative"}
 
@@ -114,7 +125,8 @@ def test_verify_finds_the_run_intact_and_export_lists_every_metric(run_dir):
 
     assert verify_run(run_dir, secrets=False) == []
     exported = {(r["model"], r["benchmark"], r["metric"]) for r in rows(run_dir)}
-    assert ("oracle", "fdb-user-interruption", "relevance") in exported and len(exported) == 2 * (1 + 1 + 3 + 2 + 3)
+    assert ("oracle", "fdb-user-interruption", "relevance") in exported
+    assert len(exported) == 2 * (1 + 1 + 3 + 2 + 3) + 3
 
 
 def test_a_batched_run_on_the_local_executor_records_the_same_bytes(run_dir, tmp_path):
