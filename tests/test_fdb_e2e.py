@@ -107,6 +107,16 @@ def test_report_shows_the_published_table_with_our_rows_and_the_asr_beside_them(
     assert "Full-Duplex-Bench v1.0" in Path(written["latex"]).read_text()
 
 
+def test_the_item_view_draws_the_interruption_and_the_latency_window(run_dir):
+    from duplexeval.benchmarks.fdb.plugin import FullDuplexBench
+
+    view = FullDuplexBench().report_item(run_dir / "oracle" / "fdb-user-interruption", "1")
+    ann = json.loads((run_dir / "oracle/fdb-user-interruption/samples.json").read_text())["samples"][0]["annotation"][0]
+    assert view["turns"][0]["label"] == "interruption" and view["turns"][0]["end"] == ann["timestamp"][1]
+    assert view["window"][0] == ann["timestamp"][1]
+    assert FullDuplexBench().report_item(run_dir / "oracle" / "fdb-user-interruption", "nosuch") is None
+
+
 def test_sensitivity_switches_the_three_readings(run_dir):
     from duplexeval.runs.sensitivity import sensitivity
 

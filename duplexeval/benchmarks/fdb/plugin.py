@@ -34,6 +34,11 @@ class FullDuplexBench(Benchmark):
                           for k, v in results.get("metrics", {}).items() if isinstance(v, dict))
         return [f"{rel}: {cells} [ASR {results.get('asr_engine', '?')}]"]
 
+    def report_item(self, bench_dir: Path, item_id: str) -> dict[str, Any] | None:
+        from duplexeval.benchmarks.fdb.report import item_view
+
+        return item_view(bench_dir, item_id)
+
     def report_sections(self, inputs):
         from duplexeval.benchmarks.fdb.report import sections
 

@@ -58,6 +58,36 @@ def with_asr(tables: list[dict[str, Any]], results: list[ResultFile]) -> list[di
     return tables
 
 
+def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
+    """A sample on its recording's axis: the annotated spans (the pause, the context and the
+    interrupting turn) and, for the tasks with a latency, the window from its anchor to the end."""
+    import json
+
+    try:
+        data = json.loads((Path(bench_dir) / "samples.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    sample = next((s for s in data.get("samples", []) if isinstance(s, dict) and s.get("id") == item_id), None)
+    if sample is None:
+        return None
+    ann, end = sample.get("annotation") or [], float(sample.get("input_duration_s") or 0.0)
+    first = ann[0] if ann and isinstance(ann[0], dict) else {}
+    stamp = first.get("timestamp") or [None, None]
+    turns: list[dict[str, Any]] = []
+    window = None
+    task = data.get("task")
+    if task == "pause":
+        turns = [{"start": float(a["timestamp"][0]), "end": float(a["timestamp"][1]), "speaker": "user",
+                  "label": "pause", "text": a.get("text")} for a in ann if isinstance(a, dict)]
+    elif task == "smooth-turn-taking" and stamp[0] is not None:
+        window = [float(stamp[0]), end]
+    elif task == "user-interruption" and stamp[1] is not None:
+        turns = [{"start": float(stamp[0]), "end": float(stamp[1]), "speaker": "user", "label": "interruption",
+                  "text": first.get("interrupt")}]
+        window = [float(stamp[1]), end]
+    return {"turns": turns, "window": window}
+
+
 def sections(inputs: SectionInputs) -> list[ReportSection]:
     results = inputs.results
     data = {"tasks": task_tables(results),
