@@ -71,6 +71,14 @@ def test_latency_is_measured_from_the_anchor_and_clamped_at_zero():
     assert m.latency(words((2.0, 2.5)), 2.0) == 0.0
 
 
+def test_latency_anchors_are_the_turn_taking_start_and_the_interruptions_end():
+    from duplexeval.benchmarks.fdb.score import anchor_s
+
+    assert anchor_s("smooth-turn-taking", [{"text": "[TURN-TAKING]", "timestamp": [2.01, 2.4]}]) == 2.01
+    assert anchor_s("user-interruption", [{"context": "c", "interrupt": "i", "timestamp": [10.53, 13.14]}]) == 13.14
+    assert anchor_s("pause", [{"text": "[PAUSE]", "timestamp": [3.3, 4.0]}]) == 0.0
+
+
 def test_latency_without_words_is_refused():
     with pytest.raises(ValueError, match="at least one word"):
         m.latency([], 1.0)

@@ -72,6 +72,17 @@ def turn_rule(bench: dict[str, Any]) -> m.TurnRule:
     return m.TurnRule(float(t["min_span_s"]), int(t["max_short_words"]))
 
 
+def anchor_s(task: str, annotation: Any) -> float:
+    """Where a task's latency is measured from: smooth turn-taking, the first timestamp of
+    turn_taking.json (where the real next speaker began); user interruption, the second of
+    interrupt.json (the interruption's end, also where its ASR starts listening); 0 otherwise."""
+    if task == "smooth-turn-taking":
+        return float(annotation[0]["timestamp"][0])
+    if task == "user-interruption":
+        return float(annotation[0]["timestamp"][1])
+    return 0.0
+
+
 def score_sample(item_id: str, info: dict[str, Any], recording: Path, bench: dict[str, Any],
                  judges: dict[str, Any], calls: Counter) -> dict[str, Any]:
     opts, task = bench["options"], bench["options"]["task"]
@@ -94,13 +105,12 @@ def score_sample(item_id: str, info: dict[str, Any], recording: Path, bench: dic
         return {**rec, "took_turn": o.took_turn, "backchannels": [list(b) for b in o.backchannels],
                 "frequency": m.backchannel_frequency(o.backchannels, duration), "jsd": jsd,
                 "segments": o.decisions, "words": _words_json(words)}
+    anchor = anchor_s(task, info["annotation"])
     if task == "user-interruption":
-        anchor = float(info["annotation"][0]["timestamp"][1])   # the interruption's end
-        start = int(anchor * rate)
+        start = int(anchor * rate)   # the ASR hears only what follows the interruption
         words = _words(out[start:], rate, start / rate, bench, calls)
     else:
         words = _words(out, rate, 0.0, bench, calls)
-        anchor = float(info["annotation"][0]["timestamp"][0]) if task == "smooth-turn-taking" else 0.0
     took = m.takes_turn(words, turn_rule(bench))
     rec.update(took_turn=took, words_span_s=round(m.words_span(words), 6), n_words=len(words),
                transcript=" ".join(w.text for w in words), words=_words_json(words))
