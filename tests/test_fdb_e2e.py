@@ -136,6 +136,7 @@ def test_verify_finds_the_run_intact_and_export_lists_every_metric(run_dir):
     assert verify_run(run_dir, secrets=False) == []
     exported = {(r["model"], r["benchmark"], r["metric"]) for r in rows(run_dir)}
     assert ("oracle", "fdb-user-interruption", "relevance") in exported
+    assert {r["note"] for r in rows(run_dir) if r["value"] is not None} == {"ASR faster-whisper:tiny.en"}
     assert len(exported) == 2 * (1 + 1 + 3 + 2 + 3) + 3
 
 

@@ -52,7 +52,8 @@ def with_asr(tables: list[dict[str, Any]], results: list[ResultFile]) -> list[di
                 if c and c.get("link"):
                     engine = engines.get((c["link"]["model"], c["link"]["benchmark"]), "?")
                     used.add(f"{row.model}: {engine}")
-                    c["note"] = "; ".join(x for x in (f"ASR {engine}", c.get("note")) if x)
+                    if f"ASR {engine}" not in (c.get("note") or ""):
+                        c["note"] = "; ".join(x for x in (f"ASR {engine}", c.get("note")) if x)
         if used:
             t["note"] = " ".join(x for x in (t.get("note"), "ASR of this run's rows: " + ", ".join(sorted(used)) + ".") if x)
     return tables

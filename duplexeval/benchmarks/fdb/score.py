@@ -167,18 +167,32 @@ def task_metrics(records: list[dict[str, Any]], task: str) -> dict[str, Any]:
     return out
 
 
+UNITS = {"tor": "fraction", "frequency": "per_second", "jsd": "score", "latency_s": "seconds", "relevance": "score"}
+
+
+def labelled(metrics: dict[str, Any], engine: str) -> dict[str, Any]:
+    """Each metric with its unit and a note naming the ASR engine its words came from, so the
+    engine travels with the number into every table and export."""
+    out = {}
+    for name, m in metrics.items():
+        note = f"ASR {engine}" if m["denominator"] else f"no sample to average (ASR {engine})"
+        out[name] = {**m, "unit": UNITS[name], "note": note}
+    return out
+
+
 def aggregate(records: list[dict[str, Any]], bench: dict[str, Any], counts: dict[str, int],
               calls: Counter) -> dict[str, Any]:
     from duplexeval.judges.asr import asr_config
 
     cfg = asr_config(bench["asr"])
+    engine = f"{cfg['backend']}:{cfg['model']}"
     errors = [r["item"] for r in records if r["outcome"] != "ok"]
     return {"v": RESULTS_VERSION, "benchmark": bench["id"], "dimension": bench["dimension"],
             "task": bench["options"]["task"], "subset": bench["options"]["subset"], "items": counts,
             "complete": not errors, **({"not_ok_items": errors} if errors else {}),
-            "metrics": task_metrics(records, bench["options"]["task"]),
+            "metrics": labelled(task_metrics(records, bench["options"]["task"]), engine),
             "asr": {"backend": cfg["backend"], "model": cfg["model"], "options": bench["asr"].get("options", {})},
-            "asr_engine": f"{cfg['backend']}:{cfg['model']}",
+            "asr_engine": engine,
             "vad": bench.get("vad"), "judges": dict(sorted(bench.get("judges", {}).items())),
             "calls": {"asr_requests": calls["asr"], "judge_requests": calls["judge"]}}
 
