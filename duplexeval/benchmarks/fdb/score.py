@@ -174,9 +174,9 @@ def labelled(metrics: dict[str, Any], engine: str) -> dict[str, Any]:
     """Each metric with its unit and a note naming the ASR engine its words came from, so the
     engine travels with the number into every table and export."""
     out = {}
-    for name, m in metrics.items():
-        note = f"ASR {engine}" if m["denominator"] else f"no sample to average (ASR {engine})"
-        out[name] = {**m, "unit": UNITS[name], "note": note}
+    for name, metric in metrics.items():
+        note = f"ASR {engine}" if metric["denominator"] else f"no sample to average (ASR {engine})"
+        out[name] = {**metric, "unit": UNITS[name], "note": note}
     return out
 
 
