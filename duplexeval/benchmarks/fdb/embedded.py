@@ -108,7 +108,7 @@ def render_sample(sample: dict[str, Any], voice: str, rate: int, backchannel_wor
     return wav, files
 
 
-def render(source_path: Path, out: Path, *, bin_s: float = 0.2, epsilon: float = 1e-10, replace: bool = True) -> Path:
+def render(source_path: Path, out: Path, *, replace: bool = True) -> Path:
     """Renders every subset of the source into `out` (the published layout); returns `out`.
 
     Written into a temporary folder beside `out` and renamed into place, so a folder that
@@ -119,6 +119,8 @@ def render(source_path: Path, out: Path, *, bin_s: float = 0.2, epsilon: float =
     src = load_source(source_path)
     rate, voice = int(src.get("rate", 16000)), str(src.get("voice", "slt"))
     word = str(src.get("backchannel_word", "I see"))
+    reference = src.get("reference") or {}
+    bin_s, epsilon = float(reference.get("bin_s", 0.2)), float(reference.get("epsilon", 1e-10))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
