@@ -52,7 +52,7 @@ class FdbPlan(JobPlan):
         samples = self._samples()
         refs = reference_distributions(bench, root) if bench["options"]["task"] == "backchannel" else None
         try:
-            records = [sample_record(bench, s, self.rate, refs) for s in samples]
+            records = [sample_record(bench, s, refs) for s in samples]
         except SampleError as exc:
             raise CannotRun(f"benchmark {bench['id']}: {exc}") from None
         atomic_write_json(self.bench_dir / SAMPLES_FILE, {"task": bench["options"]["task"],

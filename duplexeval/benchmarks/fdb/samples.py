@@ -114,7 +114,7 @@ def reference_distributions(bench: dict[str, Any], root: Path) -> dict[str, list
         raise CannotRun(f"benchmark {bench['id']}: {path} is not a JSON object of id -> list of numbers ({exc})") from None
 
 
-def sample_record(bench: dict[str, Any], sample: Sample, rate: int,
+def sample_record(bench: dict[str, Any], sample: Sample,
                   references: dict[str, list[float]] | None) -> dict[str, Any]:
     """What scoring keeps of one sample (samples.json)."""
     import soundfile as sf
