@@ -94,6 +94,20 @@ def test_rescoring_gives_byte_identical_results(run_dir):
         assert ((bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()) == before
 
 
+def test_a_damaged_recording_is_an_error_record_outside_every_mean(run_dir, tmp_path):
+    import shutil
+
+    bench_dir = tmp_path / "oracle" / "fdb-smooth-turn-taking"
+    shutil.copytree(run_dir / "oracle" / "fdb-smooth-turn-taking", bench_dir)
+    wav = bench_dir / "items" / "2" / "recording.wav"
+    wav.write_bytes(wav.read_bytes()[:-4000])
+    out = score_bench_dir(bench_dir, json.loads((bench_dir / "benchmark.json").read_text()))
+    assert out["complete"] is False and out["items"]["error"] == 1 and out["not_ok_items"] == ["2"]
+    assert out["metrics"]["tor"]["denominator"] == 2 and out["metrics"]["latency_s"]["denominator"] == 2
+    bad = [r for r in records(tmp_path, "oracle", "fdb-smooth-turn-taking") if r["item"] == "2"][0]
+    assert bad["outcome"] == "error" and "recording.wav" in bad["reason"]
+
+
 def test_report_shows_the_published_table_with_our_rows_and_the_asr_beside_them(run_dir):
     written = write_report(run_dir, formats=["html", "latex"], golden_paths=[str(repo_root() / "golden" / "embedded.yaml")])
     html = Path(written["html"]).read_text()

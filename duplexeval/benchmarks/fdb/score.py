@@ -225,7 +225,8 @@ def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], cache_mode: st
 
 
 def _reason(item_dir: Path, status: str) -> str:
-    try:
-        return str(json.loads((item_dir / "status.json").read_text("utf-8")).get("reason") or status)
-    except (OSError, ValueError):
-        return status
+    """Why an item is not ok: its verified status's reason (a damaged file is named there)."""
+    from duplexeval.runner.integrity import item_status
+
+    verified = item_status(item_dir) if item_dir.is_dir() else None
+    return str((verified or {}).get("reason") or status)
