@@ -12,7 +12,7 @@ import soundfile as sf
 from _judge_server import FakeLLMServer, answer
 from _judge_specs import local_spec
 
-from duplexeval.benchmarks.fdb.score import relevance
+from duplexeval.benchmarks.fdb.score import judge_fields, relevance
 from duplexeval.judges.cache import JudgeCache
 from duplexeval.judges.llm import Judge
 
@@ -49,6 +49,9 @@ def test_the_prompt_carries_the_three_texts_and_a_whole_point_parses(tmp_path, s
     for part in (INFO["annotation"][0]["context"], INFO["annotation"][0]["interrupt"], REC["transcript"]):
         assert part in text
     assert "0 to 5" in text and sent["model"] == data["snapshot"]
+    from duplexeval.runs.verify import cited_cache_keys
+
+    assert cited_cache_keys([{"item": "1", **judge_fields(out)}]) == [out["verdict_key"]]   # verify checks it
 
 
 @pytest.mark.parametrize("reply", ['{"verdict": 6, "reason": "x"}', '{"verdict": 3.5, "reason": "x"}',

@@ -120,7 +120,14 @@ def score_sample(item_id: str, info: dict[str, Any], recording: Path, bench: dic
     rec["latency_s"] = m.latency(words, anchor, opts["latency_negative"]) if took else None
     if task == "user-interruption":
         rec["relevance"] = relevance(judges, bench, info, rec, recording, calls) if took else None
+        rec.update(judge_fields(rec["relevance"]))
     return rec
+
+
+def judge_fields(rel: dict[str, Any] | None) -> dict[str, Any]:
+    """The judge's id, label and verdict key at the record's top level, where `duplexeval verify`
+    looks for the cached verdicts a record cites (none when nothing was judged)."""
+    return {k: rel[k] for k in ("judge", "judge_label", "verdict_key")} if rel else {}
 
 
 def relevance(judges: dict[str, Any], bench: dict[str, Any], info: dict[str, Any], rec: dict[str, Any],
