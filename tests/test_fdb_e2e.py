@@ -111,12 +111,15 @@ def test_a_damaged_recording_is_an_error_record_outside_every_mean(run_dir, tmp_
 def test_report_shows_the_published_table_with_our_rows_and_the_asr_beside_them(run_dir):
     written = write_report(run_dir, formats=["html", "latex"], golden_paths=[str(repo_root() / "golden" / "embedded.yaml")])
     html = Path(written["html"]).read_text()
-    table = html[html.index('id="paper-fdb-v1"'):html.index("</table>", html.index('id="paper-fdb-v1"'))]
-    for row in ("PersonaPlex", "Moshi", "Freeze-Omni", "dGSLM", "GPT-Realtime"):
-        assert f"{row} <span class=\"tag\">published</span>" in table, row
-    assert "0.985" in table and "4.210" in table        # Moshi's synthetic pause TOR, PersonaPlex's GPT-4o score
-    assert 'data-model="oracle"' in table and 'data-model="silent"' in table
-    assert "ASR faster-whisper:tiny.en" in table
+    tables = {t: html[html.index(f'id="{t}"'):html.index("</table>", html.index(f'id="{t}"'))]
+              for t in ("paper-fdb-v1", "paper-fdb-v1-turns")}
+    for table in tables.values():
+        for row in ("PersonaPlex", "Moshi", "Freeze-Omni", "dGSLM", "GPT-Realtime"):
+            assert f"{row} <span class=\"tag\">published</span>" in table, row
+        assert 'data-model="oracle"' in table and 'data-model="silent"' in table
+        assert "ASR faster-whisper:tiny.en" in table
+    assert "0.985" in tables["paper-fdb-v1"]            # Moshi's synthetic pause TOR
+    assert "4.210" in tables["paper-fdb-v1-turns"]      # PersonaPlex's GPT-4o score
     assert "faster-whisper:tiny.en" in html[html.index('id="fdb"'):]
     assert "Full-Duplex-Bench v1.0" in Path(written["latex"]).read_text()
 
