@@ -157,6 +157,19 @@ def test_verify_finds_the_run_intact_and_export_lists_every_metric(run_dir):
     assert len(exported) == 2 * (1 + 1 + 3 + 2 + 3) + 3
 
 
+def test_a_resume_redoes_only_the_unfinished_item(run_dir):
+    items = run_dir / "oracle/fdb-smooth-turn-taking/items"
+    before = {i: (items / i / "recording.wav").stat().st_mtime_ns for i in ("1", "2", "3")}
+    results_before = results(run_dir, "oracle", "fdb-smooth-turn-taking")["metrics"]
+    (items / "2" / "status.json").unlink()
+    _, outcomes = run_suite("embedded", models=["oracle"], benchmarks=["fdb-smooth-turn-taking"], run_id="fdb",
+                            runs_dir=run_dir.parent, limit=None, clock=None)
+    assert [o.status for o in outcomes] == ["scored"]
+    after = {i: (items / i / "recording.wav").stat().st_mtime_ns for i in ("1", "2", "3")}
+    assert after["1"] == before["1"] and after["3"] == before["3"] and after["2"] != before["2"]
+    assert results(run_dir, "oracle", "fdb-smooth-turn-taking")["metrics"] == results_before
+
+
 def test_a_batched_run_on_the_local_executor_records_the_same_bytes(run_dir, tmp_path):
     other, outcomes = run_suite("embedded", models=["oracle"], benchmarks=["fdb-smooth-turn-taking"], run_id="batched",
                                 runs_dir=tmp_path, limit=None, clock=None, executor="local", jobs=2, max_sessions=2)
