@@ -109,7 +109,7 @@ def export_items(items: dict[str, tuple[Path, Path | None, Path | None]], out: P
         try:
             played = read_played(recording)
             clean = read_played(clean_rec) if clean_rec is not None else None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:   # soundfile's errors are RuntimeErrors
             skipped[item_id] = f"unreadable recording: {exc}"
             continue
         names = write_sample(out / item_id, sample, played, words_for, clean=clean)
