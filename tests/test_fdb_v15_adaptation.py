@@ -11,7 +11,7 @@ import pytest
 from duplexeval.benchmarks.fdb.layout import Word
 from duplexeval.benchmarks.fdb.v15_adaptation import (intensity_db, measure, partition, speech_only, split_time,
                                                       trimmed_mean, words_per_minute)
-from duplexeval.benchmarks.fdb.v15_stats import NoTest, as_missing, holm, paired_test, run_tests
+from duplexeval.benchmarks.fdb.v15_stats import NoTest, as_missing, eligible, holm, paired_test, run_tests
 
 WORDS = [Word("one", 1.0, 1.5), Word("two", 2.0, 2.5), Word("three", 4.0, 4.8)]
 
@@ -115,3 +115,11 @@ def test_run_tests_covers_pre_and_clean_against_post_and_names_what_it_skips():
     assert tests[0].p_holm == pytest.approx(tests[0].p)
     assert "1 valid pair" in skipped["clean_vs_post:wpm"]
     assert skipped["pre_vs_post:mean_intensity"] == "no mean_intensity on the pre side"
+
+
+def test_only_respond_samples_without_a_zero_speaking_rate_are_tested():
+    sides = {"pre": {"wpm": 120.0}, "post": {"wpm": 140.0}, "clean": {"wpm": 130.0}}
+    assert eligible("C_RESPOND", sides)
+    assert not eligible("C_RESUME", sides) and not eligible(None, sides)
+    assert not eligible("C_RESPOND", {**sides, "clean": {"wpm": 0.0}})
+    assert eligible("C_RESPOND", {**sides, "pre": {}})        # a side without a rate does not exclude

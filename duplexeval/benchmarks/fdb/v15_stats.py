@@ -5,6 +5,9 @@ test: for each measure, the samples' "pre" (or "clean") value against their "pos
 The public code (evaluation/significance_test.py, defaults of its command line) decides
 what the paper leaves out; its rules, in our own words:
 
+- Only samples whose behaviour verdict is C_RESPOND enter (v15_behavior: the model took
+  up the overlap), and of those only samples with no speaking rate of exactly 0 on any
+  side (a missing side does not exclude a sample; `eligible`).
 - Placeholder values count as missing: 0.0 for speaking rate, speech duration, pitch mean
   and std and intensity std; an intensity mean at or below -190 dB.
 - A pair with a missing side is dropped; fewer than 2 pairs: no test.
@@ -29,6 +32,14 @@ INTENSITY_FLOOR_DB = -190.0
 MAD_K = 3.5
 MAD_SCALE = 1.4826
 ALPHA = 0.05
+
+
+TESTED_BEHAVIOUR = "C_RESPOND"
+
+
+def eligible(verdict: str | None, sides: dict[str, dict[str, float | None]]) -> bool:
+    """Whether a sample enters the paired tests: a C_RESPOND verdict and no side with a speaking rate of 0."""
+    return verdict == TESTED_BEHAVIOUR and all(s.get("wpm") != 0 for s in sides.values())
 
 
 def as_missing(values: Sequence[float | None], measure: str) -> np.ndarray:
