@@ -10,8 +10,14 @@ Built-in families: `duplex-mpe` (duplexeval.benchmarks.mpe), `mtr-duplexbench`
 """
 
 from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter, SkipFolder
-from duplexeval.benchmarks.registry import (ENTRY_POINT_GROUP, PluginError, benchmark_for, data_importers, plugins,
-                                            recording_exporters)
+from duplexeval.benchmarks.registry import (
+    ENTRY_POINT_GROUP,
+    PluginError,
+    benchmark_for,
+    data_importers,
+    plugins,
+    recording_exporters,
+)
 from duplexeval.executors.base import CannotRun, JobPlan
 
 __all__ = ["Benchmark", "CannotRun", "DataImporter", "ENTRY_POINT_GROUP", "ItemProgress", "JobPlan", "PluginError",

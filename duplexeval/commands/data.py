@@ -150,6 +150,7 @@ def _unknown(name: str) -> None:
 
 
 def importer_errors(found) -> tuple[type[Exception], ...]:
+    """The exception types a family's importer declares as format errors (printed, exit 2)."""
     return tuple(found[1].errors) if found is not None else ()
 
 
@@ -185,7 +186,7 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
         folder = imported.run_import(name, path, convert, root=root)
     except snap.SnapshotError as exc:
         _fail(exc)
-    except (ValueError, SpecErrors, *importer_errors(found)) as exc:  # the importers' format errors name the file
+    except (ValueError, SpecErrors) + importer_errors(found) as exc:  # the importers' format errors name the file
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     files = imported.read_import_manifest(folder)["files"]

@@ -46,7 +46,7 @@ class Played:
 def asr_json(words: Sequence[tuple[str, float, float | None]]) -> dict[str, Any]:
     """Their output.json shape: the words joined by spaces, each with [start, end] in seconds."""
     chunks = [{"text": str(t), "timestamp": [float(s), None if e is None else float(e)]} for t, s, e in words]
-    return {"text": " ".join(c["text"] for c in chunks), "chunks": chunks}
+    return {"text": " ".join(str(t) for t, _, _ in words), "chunks": chunks}
 
 
 def crop_offset(sample: Path) -> float:

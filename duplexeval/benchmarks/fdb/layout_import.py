@@ -49,7 +49,7 @@ def event(sample: layout.Sample) -> dict[str, Any] | None:
 def convert(src: Path, out: Path) -> list[str]:
     """Checks the whole copy, then copies it into `out`; returns the lines `data import` prints."""
     samples = layout.scan(src)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for s in samples:
         dest = out / s.version / s.task / s.sample_id
         dest.mkdir(parents=True)
@@ -62,8 +62,9 @@ def convert(src: Path, out: Path) -> list[str]:
     atomic_write_json(out / INDEX_FILE, {"layout_version": layout.LAYOUT_VERSION, "data_set": DATA_SET,
                                          "samples": rows})
     counts: dict[tuple[str, str], int] = {}
-    for r in rows:
-        counts[(r["version"], r["task"])] = counts.get((r["version"], r["task"]), 0) + 1
+    for s in samples:
+        key = (layout.VERSIONS[s.version], s.task)
+        counts[key] = counts.get(key, 0) + 1
     lines = [f"{version} {task}: {n} samples (the dataset README: {layout.STATED_COUNTS[task]})"
              for (version, task), n in sorted(counts.items())]
     dropped = sum(1 for r in rows if r["not_imported"])
