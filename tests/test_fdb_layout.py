@@ -152,3 +152,24 @@ def test_export_writes_their_layout_and_crops_the_asr_after_an_interruption(tmp_
     assert manifest["asr"] == {"backend": "stand-in"} and set(manifest["samples"]) == {"bg-12", "int-7"}
     with pytest.raises(FdbLayoutError, match="not empty"):
         layout_export.export_items(items, out, words_at_loud_stretches, asr={}, source="test")
+
+
+def test_a_bench_folder_exports_finished_items_with_their_clean_twin(tmp_path):
+    from duplexeval.runner.integrity import artifact_fields
+
+    src = copy(tmp_path / "fdb")
+    bench = tmp_path / "run" / "babbler" / "fdb-background"
+    for item, ok in (("12", True), ("12.clean", True), ("13", False)):
+        d = bench / "items" / item
+        d.mkdir(parents=True)
+        sf.write(d / "recording.wav", np.zeros((RATE, 2)), RATE, subtype="PCM_16")
+        (d / "events.jsonl").write_text("")
+        status = {"status": "ok" if ok else "error", "reason": None if ok else "model fault"}
+        status.update(artifact_fields(d, ok))
+        (d / "status.json").write_text(json.dumps(status))
+    written, skipped = layout_export.export_bench_dir(
+        bench, tmp_path / "out", lambda item: src / "v1_5" / "background_speech" / "12", words_at_loud_stretches,
+        asr={"backend": "stand-in"}, clean_for=lambda item: None if item.endswith(".clean") else f"{item}.clean")
+    assert written == ["12"]
+    assert skipped == {"13": "error: model fault", "13.clean": "unfinished"}
+    assert "clean_output.wav" in layout.check_sample(tmp_path / "out" / "12", "v1_5", "background_speech").files

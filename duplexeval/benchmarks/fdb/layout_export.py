@@ -119,3 +119,39 @@ def export_items(items: dict[str, tuple[Path, Path | None, Path | None]], out: P
                                           "source": source, "asr": asr, "samples": written,
                                           "not_exported": skipped})
     return sorted(written), skipped
+
+
+def export_bench_dir(bench_dir: Path, out: Path, sample_for: Callable[[str], Path | None], words_for: WordsFor, *,
+                     asr: dict[str, Any], clean_for: Callable[[str], str | None] = lambda item: None
+                     ) -> tuple[list[str], dict[str, str]]:
+    """One <model>/<benchmark> folder of ours -> `out/<item>/` in their layout (what a RecordingExporter calls).
+
+    `sample_for(item)`: the imported sample folder the item played (its annotations are
+    copied); `clean_for(item)`: the item id of the same sample's clean run (v1.5), whose
+    recording becomes clean_*; an item that is some other item's clean run is not exported
+    on its own. Unfinished or damaged items (status.json) are listed, not exported.
+    """
+    from duplexeval.runner.integrity import item_status
+
+    ids = sorted(p.name for p in (bench_dir / "items").iterdir() if p.is_dir())
+    clean_ids = {c for i in ids if (c := clean_for(i))}
+    items: dict[str, tuple[Path, Path | None, Path | None]] = {}
+    skipped: dict[str, str] = {}
+
+    def finished(item: str) -> Path | None:
+        st = item_status(bench_dir / "items" / item)
+        if st is None or st.get("status") != "ok":
+            skipped[item] = "unfinished" if st is None else f"{st.get('status')}: {st.get('reason')}"
+            return None
+        return bench_dir / "items" / item / "recording.wav"
+
+    for item in ids:
+        if item in clean_ids:
+            continue
+        rec = finished(item)
+        clean = clean_for(item)
+        clean_rec = finished(clean) if clean else None
+        if rec is not None and (clean is None or clean_rec is not None):
+            items[item] = (rec, sample_for(item), clean_rec)
+    written, unreadable = export_items(items, out, words_for, asr=asr, source=str(bench_dir.resolve()))
+    return written, {**skipped, **unreadable}
