@@ -38,7 +38,7 @@ def main() -> None:
         built = time.perf_counter() - t0
         import nemo.collections.asr as nemo_asr
 
-        params = sum(p.numel() for p in nemo_asr.models.ASRModel.restore_from(str(path)).parameters())
+        params = sum(p.numel() for p in nemo_asr.models.ASRModel.restore_from(str(path), map_location="cpu").parameters())
         audio = (0.1 * np.random.default_rng(0).standard_normal(int(16000 * args.seconds))).astype(np.float32)
         spec = {"backend": "parakeet-tdt", "model": str(path), "options": {"device": "cpu"}}
         transcribe(audio[:16000], 16000, spec, cache=False)           # load and warm up
