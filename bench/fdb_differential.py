@@ -3,7 +3,8 @@
 Two steps (docs/fdb-v15-and-data.md, "Differential", records the figures):
 
     # 1. recordings of ours in their layout: FDB-style inputs (flite voices, v1.5 metadata),
-    #    played through reference agents, exported with output.json (project default ASR)
+    #    played through reference agents, exported with output.json (project default ASR);
+    #    and OUT/constructed: hand-laid input/output pairs with pauses near the merge gaps
     .venv/bin/python bench/fdb_differential.py record OUT [--agents cascade,babbler]
 
     # 2. their scripts and ours on each sample folder (OUT, and their example_data/* folders)
@@ -95,6 +96,58 @@ def _play(agent: str, audio: np.ndarray) -> np.ndarray:
         raise SystemExit(f"{agent}: session failed: {out.fault}")
     heard = np.concatenate(out.heard)
     return np.stack([heard, out.said], axis=1)
+
+
+def _place(total_s: float, parts: list[tuple[float, str, str]]) -> np.ndarray:
+    """A track of `total_s` seconds with flite phrases (start s, text, voice) laid in."""
+    from duplexeval.tts import synthesize
+
+    track = np.zeros(int(total_s * RATE), dtype=np.float32)
+    for start, text, voice in parts:
+        a = synthesize(text, voice, RATE)
+        i = int(start * RATE)
+        track[i:i + len(a)] += a[: len(track) - i]
+    return track
+
+
+def _after(text: str, voice: str, start: float, pause_s: float) -> float:
+    """Where a phrase starting at `start` ends, plus `pause_s`: the start of the next one."""
+    from duplexeval.tts import synthesize
+
+    return start + len(synthesize(text, voice, RATE)) / RATE + pause_s
+
+
+# Hand-laid cases: (user phrases, model phrases), each (start s, text, voice), with a pause placed
+# so that merging changes the answer: a user "yeah" over the end of a model phrase followed by a
+# model pause (VAD gap about 0.4 s: merged at 0.5, not at 0.3), the model starting inside a user
+# pause (VAD gap about 0.65 s: apart at 0.6, merged at 0.7), and short backchannels over talk.
+M1, M2 = "The nearest station is on Main Street.", "It takes ten minutes on foot."
+A1, A2 = "Aria, where is the nearest station?", "And is it open late?"
+MODEL_PAUSE_S = 0.2    # between flite clips (each carries its own leading and trailing silence)
+USER_PAUSE_S = 0.45
+
+
+def constructed(out: Path) -> None:
+    """OUT/constructed/<case>/input.wav + output.wav: pauses near the published merge gaps, so a changed
+    gap or comparison shows in the differential (the agents' recordings do not exercise them)."""
+    import soundfile as sf
+
+    m1_end = _after(M1, "rms", 3.0, 0.0)
+    u2_at = _after(A1, "slt", 0.5, USER_PAUSE_S)
+    cases = {
+        "yeah-before-model-pause": ([(0.5, A1, "slt"), (m1_end - 0.5, "yeah", "slt")],
+                                    [(3.0, M1, "rms"), (m1_end + MODEL_PAUSE_S, M2, "rms")]),
+        "model-in-user-pause": ([(0.5, A1, "slt"), (u2_at, A2, "slt")],
+                                [(u2_at - 0.25, M1, "rms")]),
+        "backchannels": ([(1.5, "uh huh", "slt"), (4.0, "yeah", "slt"), (6.2, "right", "slt")],
+                         [(0.3, M1 + " " + M2 + " " + M1, "rms")]),
+    }
+    for name, (user, model) in cases.items():
+        folder = out / "constructed" / name
+        folder.mkdir(parents=True)
+        sf.write(folder / "input.wav", _place(12.0, user), RATE, subtype="PCM_16")
+        sf.write(folder / "output.wav", _place(12.0, model), RATE, subtype="PCM_16")
+    print(f"constructed -> {out / 'constructed'}")
 
 
 def record(out: Path, agents: list[str]) -> None:
@@ -339,6 +392,7 @@ def main() -> None:
     c.add_argument("roots", type=Path, nargs="+", help="folders of sample folders (their --root_dir)")
     args = ap.parse_args()
     if args.cmd == "record":
+        constructed(args.out)
         record(args.out, args.agents.split(","))
     else:
         compare(args.roots, args.their_python, args.fdb_src)
