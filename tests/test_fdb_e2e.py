@@ -181,3 +181,38 @@ def test_a_batched_run_on_the_local_executor_records_the_same_bytes(run_dir, tmp
         assert a.read_bytes() == b.read_bytes(), item
     assert results(other, "oracle", "fdb-smooth-turn-taking")["metrics"] == \
         results(run_dir, "oracle", "fdb-smooth-turn-taking")["metrics"]
+
+
+def test_export_recordings_writes_the_authors_layout_their_scripts_read(run_dir, tmp_path):
+    """`export-recordings --layout fdb-authors` goes through the plug-in's exporter: per sample
+    output.wav beside the published annotation, output.json words the authors' rules read."""
+    from click.testing import CliRunner
+
+    from duplexeval.cli import cli
+
+    out = tmp_path / "export"
+    res = CliRunner().invoke(cli, ["export-recordings", str(run_dir), "--layout", "fdb-authors", str(out)])
+    assert res.exit_code == 0, res.output
+    pause = out / "oracle" / "fdb-pause-synthetic"
+    samples = sorted(p for p in pause.iterdir() if p.is_dir())
+    assert samples and all((s / "output.wav").is_file() and (s / "pause.json").is_file() for s in samples)
+    chunks = json.loads((samples[0] / "output.json").read_text())["chunks"]
+    assert isinstance(chunks, list)
+    interrupted = out / "oracle" / "fdb-user-interruption"
+    said = [json.loads((s / "output.json").read_text())["chunks"] for s in interrupted.iterdir() if s.is_dir()]
+    assert said and all(said), "the oracle answers every interruption"
+
+
+def test_data_import_fdb_checks_the_copy_and_the_plan_finds_it(tmp_path, monkeypatch):
+    """`data import fdb PATH` reaches the plug-in's importer; a copy that is not the published
+    layout is refused by name, exit 2, and nothing is written."""
+    from click.testing import CliRunner
+
+    from duplexeval.cli import cli
+
+    monkeypatch.setenv("DUPLEXEVAL_DATA_CACHE", str(tmp_path / "data"))
+    bad = tmp_path / "copy" / "v1_0" / "made_up_task" / "1"
+    bad.mkdir(parents=True)
+    res = CliRunner().invoke(cli, ["data", "import", "fdb", str(tmp_path / "copy")])
+    assert res.exit_code == 2 and "made_up_task" in res.output, res.output
+    assert not (tmp_path / "data" / "fdb" / "imported").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duplexeval.benchmarks.base import Benchmark, ItemProgress
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter
 
 
 class FullDuplexBench(Benchmark):
@@ -43,6 +43,20 @@ class FullDuplexBench(Benchmark):
         from duplexeval.benchmarks.fdb.report import sections
 
         return sections(inputs)
+
+    def data_importers(self) -> dict[str, DataImporter]:
+        """`duplexeval data import fdb PATH`: a copy placed by hand (the data is a cloud-drive folder)."""
+        from duplexeval.benchmarks.fdb import layout, layout_import
+
+        return {layout_import.DATA_SET: DataImporter(layout_import.convert, fetch_hint=layout_import.FETCH_HINT,
+                                                     errors=(layout.FdbLayoutError,))}
+
+    def recording_exporters(self) -> dict[str, RecordingExporter]:
+        from duplexeval.benchmarks.fdb.export import export
+        from duplexeval.benchmarks.fdb.layout_export import LAYOUT
+
+        return {LAYOUT: RecordingExporter(export, "Full-Duplex-Bench's per-sample folders: output.wav (the model's "
+                                                  "channel) and output.json (its words), beside the sample's annotations")}
 
     def commands(self) -> list:
         from duplexeval.benchmarks.fdb.commands import COMMANDS

@@ -52,7 +52,14 @@ def data_root(bench: dict[str, Any]) -> Path:
 
         return rendered_root(p, cache_root())
     if not p.is_dir():
-        raise CannotRun(f"benchmark {bench['id']}: data path {p} is not a folder")
+        # A copy imported with `duplexeval data import fdb PATH` serves when the suite's path is absent.
+        from duplexeval.data.imported import ready
+
+        imported = ready("fdb")
+        if imported is not None and (imported / "v1_0").is_dir():
+            return imported / "v1_0"
+        raise CannotRun(f"benchmark {bench['id']}: data path {p} is not a folder, and no import of the data "
+                        "is here: place the authors' copy and run `duplexeval data import fdb PATH` (docs/fdb.md, 'Data')")
     return p
 
 

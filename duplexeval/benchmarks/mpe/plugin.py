@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.benchmarks.base import Benchmark, ItemProgress
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress
 
 
 class DuplexMpe(Benchmark):
@@ -70,7 +70,17 @@ class DuplexMpe(Benchmark):
 
         return sections(inputs)
 
+    def data_importers(self) -> dict[str, DataImporter]:
+        return {"duplex-mpe": DataImporter(_import_published)}
+
     def commands(self) -> list:
         from duplexeval.benchmarks.mpe.commands import COMMANDS
 
         return COMMANDS
+
+
+def _import_published(src: Path, out: Path) -> None:
+    """The hub copy of Duplex-MPE -> scenes/*.yaml + turn audio (duplexeval.benchmarks.mpe.published)."""
+    from duplexeval.benchmarks.mpe.published import convert
+
+    convert(src, out)
