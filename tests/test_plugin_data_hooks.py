@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from tests.test_benchmark_plugins import FIXTURES, REPO, installed_toybench
+from test_benchmark_plugins import FIXTURES, REPO, installed_toybench
 
 
 def duplexeval(args: list[str], site: Path, data_cache: Path) -> subprocess.CompletedProcess:
