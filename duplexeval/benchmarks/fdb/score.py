@@ -219,6 +219,10 @@ def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], cache_mode: st
                     progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     """Scores every sample samples.json lists; writes records.jsonl and results.json."""
     bench_dir = Path(bench_dir)
+    if bench["options"]["task"] == "overlap":   # v1.5: pairs of playbacks (benchmarks/fdb/score_v15.py)
+        from duplexeval.benchmarks.fdb.score_v15 import score_v15_dir
+
+        return score_v15_dir(bench_dir, bench, cache_mode, progress=progress)
     info = {s["id"]: s for s in json.loads((bench_dir / SAMPLES_FILE).read_text("utf-8"))["samples"]}
     judges = judges_for(bench, cache_mode)
     calls: Counter = Counter()
