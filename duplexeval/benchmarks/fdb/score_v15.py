@@ -29,17 +29,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from duplexeval.audio import read_stereo_recording
 from duplexeval.benchmarks.bench_folder import item_statuses, score_bench_folder
-from duplexeval.benchmarks.fdb import v15_adaptation as adapt
-from duplexeval.benchmarks.fdb import v15_behavior as behavior
-from duplexeval.benchmarks.fdb import v15_stats as stats
+from duplexeval.benchmarks.fdb import v15_adaptation as adapt, v15_behavior as behavior, v15_stats as stats
 from duplexeval.benchmarks.fdb.layout import Word
 from duplexeval.benchmarks.fdb.samples import SAMPLES_FILE
+from duplexeval.benchmarks.fdb.score_common import RESULTS_VERSION, asr_words, not_ok_reason
 from duplexeval.benchmarks.fdb.v15_timing import sample_timing
 from duplexeval.io import sha256_file
 
@@ -69,9 +68,7 @@ def speech(audio: np.ndarray, rate: int, vad: dict[str, Any], bench: dict[str, A
 
 
 def words(audio: np.ndarray, rate: int, bench: dict[str, Any], calls: Counter) -> list[Word]:
-    from duplexeval.benchmarks.fdb.score import _words
-
-    return [Word(w.text, w.start, w.end) for w in _words(audio, rate, 0.0, bench, calls)]
+    return [Word(w.text, w.start, w.end) for w in asr_words(audio, rate, 0.0, bench, calls)]
 
 
 def _play(recording: Path, duration_s: float) -> tuple[np.ndarray, np.ndarray, int]:
@@ -185,8 +182,9 @@ def paired_tests(pairs: list[dict[str, Any]], bench: dict[str, Any]) -> dict[str
     v15 = bench["options"]["v15"]
     chosen = [r for r in pairs if r["behaviour"] == v15["tested_behaviour"] and stats.eligible(
         stats.TESTED_BEHAVIOUR, {s: v for s, v in r["adaptation"]["sides"].items() if v is not None})]
-    sides = {side: {m: [(r["adaptation"]["sides"][side] or {}).get(m) for r in chosen] for m in v15["measures"]}
-             for side in SIDES}
+    sides: dict[str, dict[str, Sequence[float | None]]] = {
+        side: {str(m): [(r["adaptation"]["sides"][side] or {}).get(m) for r in chosen] for m in v15["measures"]}
+        for side in SIDES}
     tests, skipped = stats.run_tests(sides, v15["measures"])
     return {"samples": [r["item"] for r in chosen], "tests": [
         {**t.__dict__, "ci95": list(t.ci95)} for t in tests], "not_run": skipped}
@@ -194,7 +192,6 @@ def paired_tests(pairs: list[dict[str, Any]], bench: dict[str, Any]) -> dict[str
 
 def aggregate(records: list[dict[str, Any]], bench: dict[str, Any], counts: dict[str, int],
               calls: Counter) -> dict[str, Any]:
-    from duplexeval.benchmarks.fdb.score import RESULTS_VERSION
     from duplexeval.judges.asr import asr_config
 
     cfg = asr_config(bench["asr"])
@@ -223,8 +220,6 @@ def behaviour_judge(bench: dict[str, Any], cache_mode: str) -> Any:
 def score_v15_dir(bench_dir: Path, bench: dict[str, Any], cache_mode: str = "readwrite", *,
                   progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     """Scores every pair samples.json lists; writes records.jsonl and results.json."""
-    from duplexeval.benchmarks.fdb.score import _reason
-
     suffix = bench["options"]["v15"]["clean_suffix"]
     info = {s["id"]: s for s in json.loads((bench_dir / SAMPLES_FILE).read_text("utf-8"))["samples"]}
     planned = [i for sid in info for i in (sid, sid + suffix)]
@@ -238,7 +233,7 @@ def score_v15_dir(bench_dir: Path, bench: dict[str, Any], cache_mode: str = "rea
             return [{"item": d.name, "outcome": "ok", "role": "clean", "pair": d.name[:-len(suffix)]}]
         twin = d.name + suffix
         if status_of.get(twin) != "ok":
-            why = _reason(d.parent / twin, status_of.get(twin, "missing"))
+            why = not_ok_reason(d.parent / twin, status_of.get(twin, "missing"))
             return [{"item": d.name, "outcome": "error", "role": "pair", "status": "ok",
                      "reason": f"clean twin {twin} is not ok ({why}): the pair cannot be scored"}]
         return [score_pair(d.name, info[d.name], d / "recording.wav", d.parent / twin / "recording.wav",
@@ -246,7 +241,7 @@ def score_v15_dir(bench_dir: Path, bench: dict[str, Any], cache_mode: str = "rea
 
     def score_not_ok(d: Path, status: str) -> list[dict[str, Any]]:
         role = "clean" if d.name.endswith(suffix) else "pair"
-        return [{"item": d.name, "outcome": "error", "role": role, "status": status, "reason": _reason(d, status)}]
+        return [{"item": d.name, "outcome": "error", "role": role, "status": status, "reason": not_ok_reason(d, status)}]
 
     return score_bench_folder(bench_dir, statuses, score_ok=score_ok, score_not_ok=score_not_ok,
                               aggregate=lambda records, counts: aggregate(records, bench, counts, calls),
