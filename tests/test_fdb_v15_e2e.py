@@ -124,3 +124,13 @@ def test_the_item_view_draws_the_overlap(run_dir):
     assert view["turns"][0]["label"] == "overlap" and view["turns"][0]["start"] == meta["timestamps"][0]
     assert FullDuplexBench().report_item(run_dir / "oracle" / "fdb-v15-talking-to-other", "1.clean") == {
         "turns": [], "window": None}
+
+
+def test_the_export_pairs_each_sample_with_its_clean_twin(run_dir, tmp_path):
+    from duplexeval.benchmarks.fdb.export import export
+
+    bench_dir = run_dir / "oracle" / "fdb-v15-talking-to-other"
+    written, skipped = export(bench_dir, tmp_path / "out", json.loads((bench_dir / "benchmark.json").read_text()))
+    assert written == ["1", "2"] and skipped == {}
+    for name in ("input.wav", "clean_input.wav", "output.wav", "clean_output.wav", "clean_output.json", "metadata.json"):
+        assert (tmp_path / "out" / "1" / name).is_file(), name

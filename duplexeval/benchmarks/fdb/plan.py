@@ -68,7 +68,10 @@ class FdbPlan(JobPlan):
                                                            "subset": bench["options"]["subset"], "samples": records})
 
     def summary(self) -> str:
-        return f"  {len(self._unit_items())} samples of {self.job.bench['options']['subset']}"
+        n, subset = len(self._unit_items()), self.job.bench["options"]["subset"]
+        if self.job.bench["options"].get("v15"):
+            return f"  {n // 2} samples of {subset}, each played with and without its overlap ({n} sessions)"
+        return f"  {n} samples of {subset}"
 
     def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
         from duplexeval.benchmarks.fdb.score import score_bench_dir
