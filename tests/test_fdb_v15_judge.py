@@ -65,7 +65,7 @@ def test_the_prompt_carries_four_transcripts_and_one_tag_parses(server, recordin
     body = server.requests[0]["body"]
     text = "\n".join(m["content"] for m in body["messages"])
     for key in ("input_clean", "input_noisy", "output_clean", "output_noisy"):
-        assert f'"{key}": []' in text
+        assert f'"{key}": {{"text":"","chunks":[]}}' in text
     for tag in ("C_RESPOND", "C_RESUME", "C_UNCERTAIN_HANDLING", "C_UNKNOWN"):
         assert tag in text
     assert body["model"] == "gpt-4o-2024-08-06"
@@ -74,8 +74,9 @@ def test_the_prompt_carries_four_transcripts_and_one_tag_parses(server, recordin
 def test_words_reach_the_judge_as_compact_json():
     inputs = score_v15.judge_inputs([Word("wait", 0.5, 0.7)], [], [Word("it", 0.9, 1.0), Word("costs", 1.0, 1.4)],
                                     [], 0.5, "Wait, what do they cost?")
-    assert inputs["input_noisy"] == '[{"text":"wait","timestamp":[0.5,0.7]}]' and inputs["input_clean"] == "[]"
-    assert json.loads(inputs["output_noisy"])[1] == {"text": "costs", "timestamp": [1.0, 1.4]}
+    assert inputs["input_noisy"] == '{"text":"wait","chunks":[{"text":"wait","timestamp":[0.5,0.7]}]}'
+    assert inputs["input_clean"] == '{"text":"","chunks":[]}'
+    assert json.loads(inputs["output_noisy"])["chunks"][1] == {"text": "costs", "timestamp": [1.0, 1.4]}
     assert inputs["transcript"] == "it costs"   # the model's words from the overlap's start on
 
 

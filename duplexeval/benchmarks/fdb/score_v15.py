@@ -102,8 +102,14 @@ def adaptation(said: np.ndarray, said_words: list[Word], clean: np.ndarray, clea
 def judge_inputs(heard: list[Word], clean_heard: list[Word], said: list[Word], clean_said: list[Word],
                  overlap_start: float, overlap_text: str) -> dict[str, Any]:
     """The four transcripts as the judge reads them, plus what an offline stand-in compares
-    (the model's words from the overlap's start on, against the overlap's text and the clean reply)."""
-    payload = behavior.judge_payload(clean_heard, heard, clean_said, said)
+    (the model's words from the overlap's start on, against the overlap's text and the clean reply).
+
+    Each transcript is the whole ASR file as their eval_behavior.py reads it ({"text", "chunks"},
+    the shape of their output.json), as compact JSON."""
+    from duplexeval.benchmarks.fdb.layout_export import asr_json
+
+    payload = {key: asr_json([(w.text, w.start, w.end) for w in ws]) for key, ws in
+               zip(behavior.INPUT_KEYS, (clean_heard, heard, clean_said, said))}
     after = [w for w in said if (w.end if w.end is not None else w.start) > overlap_start]
     return {**{k: behavior.compact(v) for k, v in payload.items()}, "transcript": _text(after),
             "references": {"C_RESPOND": overlap_text, "C_RESUME": _text(clean_said)}}
