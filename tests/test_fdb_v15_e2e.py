@@ -134,3 +134,23 @@ def test_the_export_pairs_each_sample_with_its_clean_twin(run_dir, tmp_path):
     assert written == ["1", "2"] and skipped == {}
     for name in ("input.wav", "clean_input.wav", "output.wav", "clean_output.wav", "clean_output.json", "metadata.json"):
         assert (tmp_path / "out" / "1" / name).is_file(), name
+
+
+def test_rescoring_gives_byte_identical_results_and_verify_finds_the_run_intact(run_dir):
+    from duplexeval.runfolder.verify import verify_run
+
+    bench_dir = run_dir / "oracle" / "fdb-v15-user-interruption"
+    before = (bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()
+    score_bench_dir(bench_dir, json.loads((bench_dir / "benchmark.json").read_text()))
+    assert ((bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()) == before
+    assert verify_run(run_dir, secrets=False) == []
+
+
+def test_sensitivity_switches_the_latency_pool_reading(run_dir):
+    from duplexeval.runs.sensitivity import sensitivity
+
+    rows = [r for r in sensitivity(run_dir)["rows"] if r["reading"] == "options.v15.latency_pool"]
+    stop = {r["benchmark"]: r for r in rows if r["model"] == "oracle" and r["metric"] == "stop_latency_s"}
+    first = [r["stop_latencies_s"][0] for r in records(run_dir, "oracle", "fdb-v15-user-interruption")
+             if r["role"] == "pair" and r["stop_latencies_s"]]
+    assert stop["fdb-v15-user-interruption"]["alt_value"] == pytest.approx(sum(first) / len(first))
