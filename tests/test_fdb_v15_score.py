@@ -58,3 +58,32 @@ def test_only_respond_samples_without_a_zero_rate_enter_the_paired_tests(bench):
     out = paired_tests(PAIRS + [zero], bench)
     assert out["samples"] == ["1", "3"]
     assert {t["pair"] for t in out["tests"]} <= {"pre_vs_post", "clean_vs_post"}
+
+
+def _sample(root, clean=True, meta='{"context_text": "a", "current_turn_text": "b", "timestamps": [1.0, 2.0]}'):
+    import numpy as np
+    import soundfile as sf
+
+    d = root / "user_interruption" / "3"
+    d.mkdir(parents=True)
+    sf.write(d / "input.wav", np.zeros(1600, dtype=np.float32), 16000)
+    if clean:
+        sf.write(d / "clean_input.wav", np.zeros(1600, dtype=np.float32), 16000)
+    (d / "metadata.json").write_text(meta)
+    return d
+
+
+def test_a_sample_without_its_clean_input_or_with_bad_metadata_stops_the_plan_naming_the_file(bench, tmp_path):
+    from duplexeval.benchmarks.fdb.samples import SampleError, list_samples, sample_record
+
+    d = _sample(tmp_path / "a", clean=False)
+    with pytest.raises(SampleError, match="clean_input.wav: missing"):
+        list_samples(bench, tmp_path / "a")
+    _sample(tmp_path / "b", meta='{"context_text": "a", "current_turn_text": "b", "timestamps": [2.0]}')
+    with pytest.raises(SampleError, match="metadata.json.*timestamps"):
+        list_samples(bench, tmp_path / "b")
+    d = _sample(tmp_path / "c")
+    (sample,) = list_samples(bench, tmp_path / "c")
+    rec = sample_record(bench, sample, None)
+    assert rec["annotation"]["timestamps"] == [1.0, 2.0] and rec["clean_input_duration_s"] == 0.1
+    assert d.name == rec["id"]
