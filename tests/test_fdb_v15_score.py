@@ -60,6 +60,16 @@ def test_only_respond_samples_without_a_zero_rate_enter_the_paired_tests(bench):
     assert {t["pair"] for t in out["tests"]} <= {"pre_vs_post", "clean_vs_post"}
 
 
+@pytest.mark.parametrize("reading, measures", [("readme-command", ["wpm", "mean_intensity", "std_intensity"]),
+                                               ("every-measure", ["wpm", "speech_dur_s", "mean_intensity",
+                                                                  "std_intensity"])])
+def test_the_test_measures_reading_decides_what_holm_corrects_over(bench, reading, measures):
+    bench["options"]["v15"]["test_measures"] = reading
+    out = paired_tests(PAIRS, bench)
+    assert out["measures"] == measures
+    assert {t["measure"] for t in out["tests"]} | {k.split(":")[1] for k in out["not_run"]} == set(measures)
+
+
 def _sample(root, clean=True, meta='{"context_text": "a", "current_turn_text": "b", "timestamps": [1.0, 2.0]}'):
     import numpy as np
     import soundfile as sf

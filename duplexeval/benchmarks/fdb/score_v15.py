@@ -184,15 +184,21 @@ def task_metrics(pairs: list[dict[str, Any]], bench: dict[str, Any], engine: str
 UNITS = {"wpm": "words_per_minute", "speech_dur_s": "seconds", "mean_intensity": "dB", "std_intensity": "dB"}
 
 
+# The measures of the authors' README command for significance_test.py that are computed here.
+README_TEST_MEASURES = ("wpm", "mean_intensity", "std_intensity")
+
+
 def paired_tests(pairs: list[dict[str, Any]], bench: dict[str, Any]) -> dict[str, Any]:
     v15 = bench["options"]["v15"]
+    measures = [m for m in v15["measures"]
+                if v15["test_measures"] == "every-measure" or m in README_TEST_MEASURES]
     chosen = [r for r in pairs if r["behaviour"] == v15["tested_behaviour"] and stats.eligible(
         stats.TESTED_BEHAVIOUR, {s: v for s, v in r["adaptation"]["sides"].items() if v is not None})]
     sides: dict[str, dict[str, Sequence[float | None]]] = {
-        side: {str(m): [(r["adaptation"]["sides"][side] or {}).get(m) for r in chosen] for m in v15["measures"]}
+        side: {str(m): [(r["adaptation"]["sides"][side] or {}).get(m) for r in chosen] for m in measures}
         for side in SIDES}
-    tests, skipped = stats.run_tests(sides, v15["measures"])
-    return {"samples": [r["item"] for r in chosen], "tests": [
+    tests, skipped = stats.run_tests(sides, measures)
+    return {"samples": [r["item"] for r in chosen], "measures": measures, "tests": [
         {**t.__dict__, "ci95": list(t.ci95)} for t in tests], "not_run": skipped}
 
 
