@@ -9,8 +9,15 @@ import numpy as np
 import pytest
 
 from duplexeval.benchmarks.fdb.layout import Word
-from duplexeval.benchmarks.fdb.v15_adaptation import (intensity_db, measure, partition, speech_only, split_time,
-                                                      trimmed_mean, words_per_minute)
+from duplexeval.benchmarks.fdb.v15_adaptation import (
+    intensity_db,
+    measure,
+    partition,
+    speech_only,
+    split_time,
+    trimmed_mean,
+    words_per_minute,
+)
 from duplexeval.benchmarks.fdb.v15_stats import NoTest, as_missing, eligible, holm, paired_test, run_tests
 
 WORDS = [Word("one", 1.0, 1.5), Word("two", 2.0, 2.5), Word("three", 4.0, 4.8)]

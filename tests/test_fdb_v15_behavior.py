@@ -9,8 +9,15 @@ import json
 import pytest
 
 from duplexeval.benchmarks.fdb.layout import Word
-from duplexeval.benchmarks.fdb.v15_behavior import (TAGS, VerdictError, compact, judge_payload, parse_verdict, ratios,
-                                                    words_overlap)
+from duplexeval.benchmarks.fdb.v15_behavior import (
+    TAGS,
+    VerdictError,
+    compact,
+    judge_payload,
+    parse_verdict,
+    ratios,
+    words_overlap,
+)
 
 
 def test_the_judge_reads_four_word_lists_under_fixed_keys():

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from duplexeval.benchmarks.fdb.v15_timing import (MODEL_MERGE_GAP_S, USER_MERGE_GAP_S, merge, response_gaps,
-                                                  sample_timing, stop_intervals)
+from duplexeval.benchmarks.fdb.v15_timing import (
+    MODEL_MERGE_GAP_S,
+    USER_MERGE_GAP_S,
+    merge,
+    response_gaps,
+    sample_timing,
+    stop_intervals,
+)
 
 
 def test_the_published_merge_gaps():

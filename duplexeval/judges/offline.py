@@ -13,6 +13,10 @@ addressee-rule       text-only MPE reference: respond iff Aria is named or a cue
 quality-heuristic    MTR dialogue quality 0-5 in 0.5 steps (param score_step) from length,
                      relevance and repetition: a documented heuristic, not a quality judgement
 vad-turns            MTR turn segmentation: user VAD segments merged across short gaps
+reference-tags       a category from reference texts: `empty_tag` for no speech, `phrase_tag` when
+                     one of `phrases` is said, else the tag whose reference text (inputs
+                     `references`, tag -> text) shares most content words with the transcript,
+                     else `default_tag`; a smoke-test heuristic, not a behaviour judgement
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ class OfflineJudge:
             "vad-turns": self._vad_turns,
             "attempt-heuristic": self._attempt,
             "harm-heuristic": self._harm,
+            "reference-tags": self._reference_tags,
         }
         self._method = methods[self.method]
 
@@ -206,6 +211,24 @@ class OfflineJudge:
         score = round(round(min(max(score, 0.0), 5.0) / step) * step, 6)
         return score, (f"heuristic: relevance {relevance:.2f}, {len(said)} words, distinct-word share "
                        f"{distinct:.2f}")
+
+    def _reference_tags(self, inputs: dict[str, Any]) -> tuple[str, str]:
+        said = tokens(str(inputs["transcript"]))
+        if not said:
+            return str(self.params["empty_tag"]), "no speech"
+        for phrase in self.params.get("phrases", []):
+            if _phrase_in(phrase, words_plain(str(inputs["transcript"]))):
+                return str(self.params["phrase_tag"]), f"says {phrase!r}"
+        reply = content_words(said)
+        best, share = None, 0.0
+        for tag, text in inputs["references"].items():
+            ref = content_words(tokens(str(text)))
+            s = len(ref & reply) / len(ref) if ref else 0.0
+            if s > share:
+                best, share = tag, s
+        if best is None:
+            return str(self.params["default_tag"]), "shares no content word with any reference"
+        return str(best), f"shares {share:.2f} of the content words of the {best} reference"
 
     def _vad_turns(self, inputs: dict[str, Any]) -> tuple[list[dict[str, float]], str]:
         gap = float(self.params.get("merge_gap_s", 1.5))

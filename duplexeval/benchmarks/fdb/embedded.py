@@ -27,7 +27,7 @@ import numpy as np
 from duplexeval.io import atomic_write_json, sha256_json
 
 EMBEDDED_VERSION = 1
-PART_MARKS = ("pause", "backchannel", "turn_end", "context", "reply_room", "interrupt")
+PART_MARKS = ("pause", "backchannel", "turn_end", "context", "reply_room", "interrupt", "overlap")
 
 
 class EmbeddedSourceError(ValueError):
@@ -98,7 +98,10 @@ def render_sample(sample: dict[str, Any], voice: str, rate: int, backchannel_wor
                  {"t": ie, "label": "T", "phase": "end", "gold_answer": reply}]
     for s, _, _ in marks["backchannel"]:
         cues.append({"t": s, "label": "T", "phase": "end", "gold_answer": backchannel_word})
-    files["oracle.json"] = {"source": "duplexeval embedded set (ours)", "cues": cues}
+    oracle: dict[str, Any] = {"source": "duplexeval embedded set (ours)", "cues": cues}
+    if marks["overlap"]:
+        _overlap_sample(sample, marks, wav, files, oracle, rate)
+    files["oracle.json"] = oracle
     if marks["backchannel"]:
         from duplexeval.benchmarks.fdb.metrics import backchannel_histogram
 
@@ -106,6 +109,26 @@ def render_sample(sample: dict[str, Any], voice: str, rate: int, backchannel_wor
         slots = [(s, e) for s, e, _ in marks["backchannel"]]
         files["reference"] = [float(x) for x in backchannel_histogram(slots, duration, bin_s, epsilon)]
     return wav, files
+
+
+def _overlap_sample(sample: dict[str, Any], marks: dict[str, list[tuple[float, float, str]]],
+                    wav: dict[str, np.ndarray], files: dict[str, Any], oracle: dict[str, Any], rate: int) -> None:
+    """A v1.5 sample: clean_input.wav is input.wav with the overlap's speech silenced (same
+    length, so both playbacks share one time axis), metadata.json names the prior turn, the
+    overlap's words and its span. The oracle answers the turn in both; where the source gives
+    `overlap_reply` (a user interruption) it stops as the overlap starts and answers it once
+    it ends, otherwise it talks on through the overlap."""
+    (os_, oe, said), turn = marks["overlap"][0], marks["context"][0] if marks["context"] else None
+    clean = wav["input.wav"].copy()
+    clean[int(round(os_ * rate)):int(round(oe * rate))] = 0.0
+    wav["clean_input.wav"] = clean
+    files["metadata.json"] = {"context_text": turn[2] if turn else "", "current_turn_text": said,
+                              "timestamps": [os_, oe]}
+    answer = [{"t": turn[1], "label": "T", "phase": "end", "gold_answer": sample.get("reply")}] if turn else []
+    oracle["cues"], oracle["clean_cues"] = list(answer), list(answer)
+    if sample.get("overlap_reply"):
+        oracle["cues"] += [{"t": os_, "label": "N4R", "phase": "start"},
+                           {"t": oe, "label": "T", "phase": "end", "gold_answer": sample["overlap_reply"]}]
 
 
 def render(source_path: Path, out: Path, *, replace: bool = True) -> Path:

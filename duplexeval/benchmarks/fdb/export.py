@@ -37,4 +37,11 @@ def export(bench_dir: Path, out: Path, spec: dict[str, Any]) -> tuple[list[str],
     def words_for(audio: np.ndarray, rate: int) -> list[tuple[str, float, float]]:
         return [(w.text, w.start, w.end) for w in transcribe(audio, rate, spec["asr"]).words]
 
-    return export_bench_dir(bench_dir, out, sample_for, words_for, asr=dict(spec["asr"]))
+    v15 = spec["options"].get("v15")
+    suffix = v15["clean_suffix"] if v15 else None
+
+    def clean_for(item: str) -> str | None:
+        """v1.5: item `<id>`'s clean run is `<id>.clean` (the plan's pairing); v1.0 has none."""
+        return None if suffix is None or item.endswith(suffix) else item + suffix
+
+    return export_bench_dir(bench_dir, out, sample_for, words_for, asr=dict(spec["asr"]), clean_for=clean_for)

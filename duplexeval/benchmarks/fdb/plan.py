@@ -1,4 +1,8 @@
-"""A Full-Duplex-Bench v1.0 job of a run: one sample per work unit, input.wav as a file stimulus.
+"""A Full-Duplex-Bench job of a run: one sample per work unit, input.wav as a file stimulus.
+
+v1.5 plays each sample twice, input.wav (with the overlap) as item `<id>` and
+clean_input.wav as item `<id><clean_suffix>` (`<id>.clean`), each its own unit and session;
+scoring pairs them by that id (benchmarks/fdb/score_v15.py), as the layout export does.
 
 The samples come from the data root (the published layout, or the embedded set rendered
 into it); `samples.json` in the job folder keeps what scoring needs of each, so a re-score
@@ -36,13 +40,18 @@ class FdbPlan(JobPlan):
         from duplexeval.benchmarks.fdb.stimulus import SampleStimulus
 
         groups = []
+        v15 = self.job.bench["options"].get("v15")
         for sample in self._samples():
-            cues = (sample.oracle or {}).get("cues", [])
+            plays = [(sample.id, "input.wav", (sample.oracle or {}).get("cues", []))]
+            if v15 is not None:   # v1.5: the same turn again without its overlap, its own unit and session
+                plays.append((sample.id + v15["clean_suffix"], "clean_input.wav",
+                              (sample.oracle or {}).get("clean_cues", [])))
+            for item_id, wav, cues in plays:
 
-            def make(sample=sample, cues=cues) -> SampleStimulus:
-                return SampleStimulus(sample.folder / "input.wav", cues=cues, item_id=sample.id)
+                def make(folder=sample.folder, wav=wav, cues=cues, item_id=item_id) -> SampleStimulus:
+                    return SampleStimulus(folder / wav, cues=cues, item_id=item_id)
 
-            groups.append((sample.id, [(sample.id, make)]))
+                groups.append((item_id, [(item_id, make)]))
         return groups
 
     def write_job_files(self) -> None:
@@ -59,7 +68,10 @@ class FdbPlan(JobPlan):
                                                            "subset": bench["options"]["subset"], "samples": records})
 
     def summary(self) -> str:
-        return f"  {len(self._unit_items())} samples of {self.job.bench['options']['subset']}"
+        n, subset = len(self._unit_items()), self.job.bench["options"]["subset"]
+        if self.job.bench["options"].get("v15"):
+            return f"  {n // 2} samples of {subset}, each played with and without its overlap ({n} sessions)"
+        return f"  {n} samples of {subset}"
 
     def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
         from duplexeval.benchmarks.fdb.score import score_bench_dir

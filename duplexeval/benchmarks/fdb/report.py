@@ -19,8 +19,18 @@ from duplexeval.runfolder.run_dir import ResultFile
 
 TEMPLATES = Path(__file__).parent / "templates"
 TASK_ORDER = ("fdb-pause-synthetic", "fdb-pause-candor", "fdb-backchannel", "fdb-smooth-turn-taking",
-              "fdb-user-interruption")
-METRIC_ORDER = ("tor", "frequency", "jsd", "latency_s", "relevance")
+              "fdb-user-interruption", "fdb-v15-user-interruption", "fdb-v15-user-backchannel",
+              "fdb-v15-talking-to-other", "fdb-v15-background-speech")
+METRIC_ORDER = ("tor", "frequency", "jsd", "latency_s", "relevance",
+                "respond_ratio", "resume_ratio", "uncertain_ratio", "unknown_ratio", "stop_latency_s",
+                "response_latency_s")
+V10_NOTE = ("Each value is a mean over the task's samples (numerator = the sum, denominator = the samples "
+            "averaged).")
+V15_NOTE = ("Each sample played with and without its overlap. Behaviour tags: each tag's share of the judged "
+            "samples; latencies: mean over the VAD intervals the spec's latency_pool reading pools; adaptation "
+            "(<measure>_pre / _post): each side's trimmed mean (denominator = values kept). Pitch and UTMOS are "
+            "not computed here; the paired tests are in each results.json (paired_tests). The authors' README "
+            "publishes no v1.5 numbers, so no published row is shown.")
 
 
 def _order(bench: str) -> tuple[int, str]:
@@ -69,8 +79,18 @@ def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     sample = next((s for s in data.get("samples", []) if isinstance(s, dict) and s.get("id") == item_id), None)
+    if sample is None and data.get("task") == "overlap":   # v1.5's clean twin: the sample without its overlap
+        base = item_id.rsplit(".", 1)[0]
+        sample = next((s for s in data.get("samples", []) if isinstance(s, dict) and s.get("id") == base), None)
+        return {"turns": [], "window": None} if sample is not None else None
     if sample is None:
         return None
+    if data.get("task") == "overlap":
+        meta = sample.get("annotation") or {}
+        stamp = meta.get("timestamps") or [0.0, 0.0]
+        return {"turns": [{"start": float(stamp[0]), "end": float(stamp[1]), "speaker": "user", "label": "overlap",
+                           "text": meta.get("current_turn_text")}], "window": [float(stamp[0]), float(
+                               sample.get("input_duration_s") or 0.0)]}
     ann, end = sample.get("annotation") or [], float(sample.get("input_duration_s") or 0.0)
     first = ann[0] if ann and isinstance(ann[0], dict) else {}
     stamp = first.get("timestamp") or [None, None]
@@ -91,9 +111,13 @@ def item_view(bench_dir: Path, item_id: str) -> dict[str, Any] | None:
 
 def sections(inputs: SectionInputs) -> list[ReportSection]:
     results = inputs.results
-    data = {"tasks": task_tables(results),
+    v15 = [r for r in results if r.data.get("dimension") == "fdb-v1.5"]
+    v10 = [r for r in results if r.data.get("dimension") != "fdb-v1.5"]
+    groups = [{"title": title, "note": note, "tasks": task_tables(rs)} for title, note, rs in
+              (("v1.0 (turn-taking)", V10_NOTE, v10), ("v1.5 (overlap handling)", V15_NOTE, v15)) if rs]
+    data = {"groups": groups,
             "paper_tables": with_asr(build_all(PAPER_TABLES, inputs.papers, inputs.run, results), results)}
-    return [ReportSection(family="full-duplex-bench", id="fdb", title="Full-Duplex-Bench v1.0", data=data,
+    return [ReportSection(family="full-duplex-bench", id="fdb", title="Full-Duplex-Bench v1.0 and v1.5", data=data,
                           template_dir=TEMPLATES,
                           templates={"headline.html": "headline.html.j2", "headline.tex": "headline.tex.j2",
                                      "papers.html": "_papers.html.j2", "papers.tex": "_papers.tex.j2"})]

@@ -1,4 +1,4 @@
-"""Which samples a Full-Duplex-Bench v1.0 task plays, and what scoring needs to know of each.
+"""Which samples a Full-Duplex-Bench task (v1.0 or v1.5) plays, and what scoring needs to know of each.
 
 The data root holds the published v1.0 layout (`<root>/<subset>/<id>/input.wav` plus the
 task's annotation); the embedded mini set is rendered into the same layout first
@@ -20,7 +20,9 @@ from duplexeval.executors.base import CannotRun
 SAMPLES_FILE = "samples.json"
 # The annotation file each task reads (the published layout's names).
 ANNOTATION = {"pause": "pause.json", "backchannel": None, "smooth-turn-taking": "turn_taking.json",
-              "user-interruption": "interrupt.json"}
+              "user-interruption": "interrupt.json", "overlap": "metadata.json"}
+# Where each dimension's subsets lie in an imported copy (`duplexeval data import fdb`).
+VERSION_FOLDER = {"fdb-v1.0": "v1_0", "fdb-v1.5": "v1_5"}
 
 
 class SampleError(ValueError):
@@ -43,7 +45,7 @@ def data_root(bench: dict[str, Any]) -> Path:
     data = bench["data"]
     path = data.get("path")
     if not path:
-        raise CannotRun(f"benchmark {bench['id']}: the Full-Duplex-Bench v1.0 data is not on this machine "
+        raise CannotRun(f"benchmark {bench['id']}: the Full-Duplex-Bench {bench['dimension']} data is not on this machine "
                         "(the authors publish it on a cloud drive; docs/fdb.md, 'Data'): place it and set the "
                         f"suite's overrides.data.{bench['dimension']}.path to the folder holding {bench['options']['subset']}/")
     p = Path(path) if Path(path).is_absolute() else repo_root() / path
@@ -56,8 +58,9 @@ def data_root(bench: dict[str, Any]) -> Path:
         from duplexeval.data.imported import ready
 
         imported = ready("fdb")
-        if imported is not None and (imported / "v1_0").is_dir():
-            return imported / "v1_0"
+        version = VERSION_FOLDER.get(bench["dimension"], "v1_0")
+        if imported is not None and (imported / version).is_dir():
+            return imported / version
         raise CannotRun(f"benchmark {bench['id']}: data path {p} is not a folder, and no import of the data "
                         "is here: place the authors' copy and run `duplexeval data import fdb PATH` (docs/fdb.md, 'Data')")
     return p
@@ -91,8 +94,17 @@ def list_samples(bench: dict[str, Any], root: Path, limit: int | None = None) ->
         raise CannotRun(f"benchmark {bench['id']}: no sample folders with input.wav under {folder}")
     out = []
     for d in found:
+        if task == "overlap" and not (d / "clean_input.wav").is_file():
+            raise SampleError(f"{d / 'clean_input.wav'}: missing (a v1.5 sample is played with and without its overlap)")
         name = ANNOTATION[task]
         annotation = _read_json(d / name) if name else None
+        if task == "overlap":
+            from duplexeval.benchmarks.fdb.layout import FdbLayoutError, read_metadata
+
+            try:
+                annotation = read_metadata(d / name)
+            except FdbLayoutError as exc:
+                raise SampleError(str(exc)) from None
         oracle = _read_json(d / "oracle.json") if (d / "oracle.json").is_file() else None
         out.append(Sample(d.name, d, annotation, oracle))
     return out
@@ -133,6 +145,14 @@ def sample_record(bench: dict[str, Any], sample: Sample,
     rec: dict[str, Any] = {"id": sample.id, "input_duration_s": round(info.frames / info.samplerate, 6),
                            "annotation": sample.annotation,
                            "input_sha256": hashlib.sha256((sample.folder / "input.wav").read_bytes()).hexdigest()}
+    if bench["options"]["task"] == "overlap":
+        clean = sample.folder / "clean_input.wav"
+        try:
+            cinfo = sf.info(str(clean))
+        except RuntimeError as exc:
+            raise SampleError(f"{clean}: not readable audio ({exc})") from None
+        rec["clean_input_duration_s"] = round(cinfo.frames / cinfo.samplerate, 6)
+        rec["clean_input_sha256"] = hashlib.sha256(clean.read_bytes()).hexdigest()
     if bench["options"]["task"] == "backchannel":
         if references is None or sample.id not in references:
             raise SampleError(f"{sample.folder}: the reference distribution has no entry {sample.id!r}")

@@ -26,25 +26,10 @@ from duplexeval.audio import read_stereo_recording
 from duplexeval.benchmarks.bench_folder import item_statuses, score_bench_folder
 from duplexeval.benchmarks.fdb import metrics as m
 from duplexeval.benchmarks.fdb.samples import SAMPLES_FILE
+from duplexeval.benchmarks.fdb.score_common import RESULTS_VERSION, asr_words, not_ok_reason
 from duplexeval.io import sha256_file
 
-RESULTS_VERSION = 1
 Words = list[Any]
-
-
-def _words(audio: np.ndarray, rate: int, offset_s: float, bench: dict[str, Any], calls: Counter) -> Words:
-    """ASR words of `audio` (which starts `offset_s` into the recording), on the recording's axis.
-    Digital silence has no words without running the ASR (options.silence_floor; ours)."""
-    from duplexeval.judges.asr import transcribe
-    from duplexeval.judges.transcript import Word
-    from duplexeval.scoring.words import merge_word_pieces
-
-    if len(audio) == 0 or float(np.max(np.abs(audio))) < float(bench["options"]["silence_floor"]):
-        return []
-    calls["asr"] += 1
-    t = transcribe(audio, rate, bench["asr"])
-    return [Word(w.text, round(w.start + offset_s, 3), round(w.end + offset_s, 3))
-            for w in merge_word_pieces(list(t.words), t.text)]
 
 
 def _segments(audio: np.ndarray, rate: int, bench: dict[str, Any]) -> list[tuple[float, float]]:
@@ -96,7 +81,7 @@ def score_sample(item_id: str, info: dict[str, Any], recording: Path, bench: dic
         rule = m.BackchannelRule(**{k: opts["backchannel"][k] for k in
                                     ("long_segment_s", "max_words", "short_segment_s", "max_short_words")})
         segments = _segments(out, rate, bench)
-        words = _words(out, rate, 0.0, bench, calls)
+        words = asr_words(out, rate, 0.0, bench, calls)
         o = m.backchannel_outcome(segments, words, rule, opts["backchannel"]["tor"])
         bc = opts["backchannel"]
         jsd = m.backchannel_jsd(o.backchannels, duration, info["reference"], bin_s=float(bc["bin_s"]),
@@ -108,9 +93,9 @@ def score_sample(item_id: str, info: dict[str, Any], recording: Path, bench: dic
     anchor = anchor_s(task, info["annotation"])
     if task == "user-interruption":
         start = int(anchor * rate)   # the ASR hears only what follows the interruption
-        words = _words(out[start:], rate, start / rate, bench, calls)
+        words = asr_words(out[start:], rate, start / rate, bench, calls)
     else:
-        words = _words(out, rate, 0.0, bench, calls)
+        words = asr_words(out, rate, 0.0, bench, calls)
     took = m.takes_turn(words, turn_rule(bench))
     rec.update(took_turn=took, words_span_s=round(m.words_span(words), 6), n_words=len(words),
                transcript=" ".join(w.text for w in words), words=_words_json(words))
@@ -219,6 +204,10 @@ def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], cache_mode: st
                     progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     """Scores every sample samples.json lists; writes records.jsonl and results.json."""
     bench_dir = Path(bench_dir)
+    if bench["options"]["task"] == "overlap":   # v1.5: pairs of playbacks (benchmarks/fdb/score_v15.py)
+        from duplexeval.benchmarks.fdb.score_v15 import score_v15_dir
+
+        return score_v15_dir(bench_dir, bench, cache_mode, progress=progress)
     info = {s["id"]: s for s in json.loads((bench_dir / SAMPLES_FILE).read_text("utf-8"))["samples"]}
     judges = judges_for(bench, cache_mode)
     calls: Counter = Counter()
@@ -226,14 +215,6 @@ def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], cache_mode: st
         bench_dir, item_statuses(bench_dir, info, unplanned_folders=False),
         score_ok=lambda d: [score_sample(d.name, info[d.name], d / "recording.wav", bench, judges, calls)],
         score_not_ok=lambda d, status: [{"item": d.name, "outcome": "error", "status": status,
-                                         "reason": _reason(d, status)}],
+                                         "reason": not_ok_reason(d, status)}],
         aggregate=lambda records, counts: aggregate(records, bench, counts, calls),
         progress=progress)
-
-
-def _reason(item_dir: Path, status: str) -> str:
-    """Why an item is not ok: its verified status's reason (a damaged file is named there)."""
-    from duplexeval.runner.integrity import item_status
-
-    verified = item_status(item_dir) if item_dir.is_dir() else None
-    return str((verified or {}).get("reason") or status)

@@ -129,7 +129,7 @@ class Segment:
 
 
 def measure(audio: np.ndarray, rate: int, words: Sequence[Word],
-            speech: Sequence[tuple[float, float]]) -> Segment | None:
+            speech: Sequence[tuple[float, float]], frame_s: float = FRAME_S) -> Segment | None:
     """One segment's measures: rate from its words, intensity from its speech (intervals relative to the segment).
 
     None for a segment without audio (a split at 0 leaves "pre" empty): their code then
@@ -140,19 +140,20 @@ def measure(audio: np.ndarray, rate: int, words: Sequence[Word],
     kept = speech_only(audio, rate, speech)
     if len(kept) == 0:
         return None
-    level = intensity_db(kept, rate)
+    level = intensity_db(kept, rate, frame_s)
     return Segment(words_per_minute(words), speech_span(words), len(words),
                    level[0] if level else None, level[1] if level else None)
 
 
-def trimmed_mean(values: Sequence[float | None]) -> tuple[float | None, int, int]:
+def trimmed_mean(values: Sequence[float | None], *, percentile: float = TRIM_PROPORTION * 100.0,
+                 min_values: int = TRIM_MIN_VALUES) -> tuple[float | None, int, int]:
     """(mean after the percentile trim, values kept, values given without None/NaN)."""
     vals = [float(v) for v in values if v is not None and not math.isnan(float(v))]
     if not vals:
         return None, 0, 0
     kept = vals
-    if len(vals) >= TRIM_MIN_VALUES:
-        lo = float(np.percentile(vals, TRIM_PROPORTION * 100.0))
-        hi = float(np.percentile(vals, 100.0 - TRIM_PROPORTION * 100.0))
+    if len(vals) >= min_values:
+        lo = float(np.percentile(vals, percentile))
+        hi = float(np.percentile(vals, 100.0 - percentile))
         kept = [v for v in vals if lo <= v <= hi]
     return (sum(kept) / len(kept) if kept else None), len(kept), len(vals)
