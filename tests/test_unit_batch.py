@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 from click.testing import CliRunner
+from runner_helpers import tone
 
 from duplexeval.executors.base import Unit
 from duplexeval.executors.core import BATCH_DEPTH, Batches
@@ -26,9 +27,8 @@ from duplexeval.io import read_jsonl
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.errors import RunConfigMismatch
 from duplexeval.runner.items import ModelHost, item_seed, prepare_out_dir
-from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 from duplexeval.runner.unit_batch import UnitSession, play_units
-from runner_helpers import tone
+from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 
 TESTS = Path(__file__).parent
 RATE = 16000
@@ -144,7 +144,7 @@ def test_a_slot_is_refilled_as_soon_as_its_session_ends(tmp_path):
 
 def test_a_fault_in_a_queue_stops_the_server_once_its_siblings_end_and_the_queue_plays_on(tmp_path):
     items = _items(5)
-    alone = run_items(load_model_spec("babbler").with_max_sessions(1), items, tmp_path / "alone", seed=SEED)
+    run_items(load_model_spec("babbler").with_max_sessions(1), items, tmp_path / "alone", seed=SEED)
     spec = model_spec_from(fault_spec(2, doomed=["item-1"])).with_max_sessions(None)
     out = prepare_out_dir(spec, [i for i, _ in items], tmp_path / "queued", "lockstep", RATE, SEED, None)
     host = ModelHost(spec)
