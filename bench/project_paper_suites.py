@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     print("  units are independent and spread evenly over GPUs; start-up not included; playing and scoring "
           "are added (scoring could overlap the playing of later units)")
     print()
-    print(f"| model | suite | audio (h) | sessions/GPU | 1 GPU (h) | {args.gpus} GPUs: playing (h) "
+    print(f"| model | suite | audio (h) | sessions/GPU | 1 GPU: playing (h) | {args.gpus} GPUs: playing (h) "
           f"| scoring (h) | total (h) | harness cores |")
     print("|---|---|---|---|---|---|---|---|---|")
     for suite_id in SUITES:

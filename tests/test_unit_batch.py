@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -125,8 +126,14 @@ def test_a_slot_is_refilled_as_soon_as_its_session_ends(tmp_path):
                                "--batch-wait-ms", "2000"],
                    "env": {"PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS)]), "BATCH_PROBE_STEP_MS": "40"}},
         "audio": {"in_rate": 16000, "out_rate": 16000, "frame_ms": 80}}).with_max_sessions(None)
-    items = [("long", lambda: FileStimulus(tone(3.2, seed=9), RATE))]
-    items += [(f"short{k}", lambda k=k: FileStimulus(tone(0.8, seed=k), RATE)) for k in range(4)]
+    built_on: list[str] = []
+
+    def stimulus(seconds: float, seed: int) -> FileStimulus:
+        built_on.append(threading.current_thread().name)
+        return FileStimulus(tone(seconds, seed=seed), RATE)
+
+    items = [("long", lambda: stimulus(3.2, 9))]
+    items += [(f"short{k}", lambda k=k: stimulus(0.8, k)) for k in range(4)]
     out = prepare_out_dir(spec, [i for i, _ in items], tmp_path, "lockstep", RATE, SEED, None)
     host = ModelHost(spec)
     try:
@@ -140,6 +147,8 @@ def test_a_slot_is_refilled_as_soon_as_its_session_ends(tmp_path):
     # one's 10 frames of company; refilled, it has company but for the few frames in which the
     # next session connects (hello, a BUSY retry while the server frees the slot).
     assert sizes[2] >= 20, sizes
+    # Rendered off the event loop (a stall there would be the other sessions' latency).
+    assert len(built_on) == 5 and threading.main_thread().name not in built_on
 
 
 def test_a_fault_in_a_queue_stops_the_server_once_its_siblings_end_and_the_queue_plays_on(tmp_path):

@@ -1,18 +1,19 @@
 """Several work units at once on one model server: the batched sessions of a run.
 
 A server whose spec declares `launch.max_sessions: N` holds N sessions at once
-(docs/runner.md, "Batched sessions in runs"). An executor hands one worker up to N units
-of that model (executors/core.py counts the slots) and the worker plays them here: each
-unit is one session (an item, or a forked group of rounds), with its own socket, its own
-stimulus (so its own adaptive MPE scheduler) and its own seed (`item_seed` of its id, as
-when played alone). What differs from playing them one after another is only when a
-fault tears the server down:
+(docs/runner.md, "Batched sessions in runs"). An executor hands one worker a queue of
+units of that model (executors/core.py counts the slots) and the worker plays them here,
+N at a time, each freed slot taken by the next unit at once: each unit is one session
+(an item, or a forked group of rounds), with its own socket, its own stimulus (so its own
+adaptive MPE scheduler) and its own seed (`item_seed` of its id, as when played alone).
+What differs from playing them one after another is only when a fault tears the server
+down:
 
-- a session that faults ends as its own items' `error` (with the reason), while its
-  siblings keep playing on the same server;
-- once every session of the batch has ended, a server that faulted is stopped (its exit
-  status and stderr tail are added to each fault's reason, as for a lone item) and the
-  next batch starts a fresh one;
+- a session that faults ends as its own items' `error` (with the reason), while the
+  sessions beside it keep playing on the same server; no new session starts;
+- once every running session has ended, a server that faulted is stopped (its exit
+  status and stderr tail are added to each fault's reason, as for a lone item) and a
+  fresh one is started for the units still queued;
 - an item is written the moment its session ends well, so a run killed mid-batch keeps
   every item finished so far and a resume replays only the others.
 """
@@ -38,6 +39,7 @@ from duplexeval.runner.items import (
     write_item,
 )
 from duplexeval.runner.session import SessionOutcome
+from duplexeval.runner.stimulus import Stimulus
 
 
 @dataclass
@@ -145,6 +147,8 @@ class _Slots:
     def __init__(self, host: ModelHost, width: int, waiting: int):
         self.host = host
         self.gate = asyncio.Semaphore(width)
+        self.ahead = asyncio.Semaphore(width)   # units built and waiting for a slot
+        self.building = asyncio.Lock()
         self.open = asyncio.Event()
         self.open.set()
         self.running = 0
@@ -152,14 +156,21 @@ class _Slots:
         self.faulted: list[tuple[UnitSession, list[tuple[str, SessionOutcome]], asyncio.Future]] = []
 
     async def play(self, unit: UnitSession) -> list[ItemResult]:
+        await self.ahead.acquire()
+        try:
+            stimuli = await self._build(unit)
+        except BaseException:
+            self.ahead.release()
+            raise
         async with self.gate:
+            self.ahead.release()
             await self.open.wait()
             self.waiting -= 1
             if self.host.start_error is not None:  # the restart after a fault failed
                 return await asyncio.to_thread(_startup_errors, self.host, unit, True)
             self.running += 1
             try:
-                outs = await _play_unit(self.host, unit)
+                outs = await _play_unit(self.host, unit, stimuli)
             finally:
                 self.running -= 1
             faulted = any(o.fault is not None for _, o in outs)
@@ -175,6 +186,14 @@ class _Slots:
         # the next unit, and off the event loop: the other sessions' frames must not wait
         # for a WAV's write and fsync.
         return await asyncio.to_thread(unit.write, self.host, outs)
+
+    async def _build(self, unit: UnitSession) -> list[tuple[str, Stimulus]]:
+        """The unit's stimuli, built before its slot is free and off the event loop: rendering
+        a conversation (TTS, scene audio) must not stall the frames of the sessions playing
+        (on the realtime clock a stall would be heard as their latency). One build at a time,
+        so a factory never runs beside another."""
+        async with self.building:
+            return await asyncio.to_thread(lambda: [(i, factory()) for i, factory in unit.items])
 
     async def _tear_down(self) -> None:
         faulted, self.faulted = self.faulted, []
@@ -202,14 +221,14 @@ async def _play_together(host: ModelHost, units: list[UnitSession]) -> list[list
     return list(await asyncio.gather(*(slots.play(u) for u in units)))
 
 
-async def _play_unit(host: ModelHost, unit: UnitSession) -> list[tuple[str, SessionOutcome]]:
+async def _play_unit(host: ModelHost, unit: UnitSession,
+                     stimuli: list[tuple[str, Stimulus]]) -> list[tuple[str, SessionOutcome]]:
     endpoint, spec = host.endpoint, host.spec
     if not unit.forked:
-        (item_id, factory), = unit.items
-        out = await run_session_when_free(endpoint, spec, factory(), unit.clock, unit.rate, unit.session_seed,
+        (item_id, stimulus), = stimuli
+        out = await run_session_when_free(endpoint, spec, stimulus, unit.clock, unit.rate, unit.session_seed,
                                           unit.prompt)
         return [(item_id, out)]
-    stimuli = [(i, factory()) for i, factory in unit.items]
     for wait in (*BUSY_RETRY_S, None):
         outs = await run_forked_session(endpoint, spec, stimuli, unit.rate, unit.session_seed, unit.prompt)
         if wait is None or not refused_busy([o for _, o in outs]):
