@@ -10,6 +10,10 @@ STAMP  := $(VENV)/.duplexeval-installed
 # its own venv (requirements/qwen3.txt says why), used by `make test` for tests/test_qwen3_*.py.
 QWEN3_VENV  := .venv-qwen3
 QWEN3_STAMP := $(QWEN3_VENV)/.duplexeval-installed
+# Full-Duplex-Bench's ASR (NeMo parakeet-tdt) in its own venv (requirements/parakeet.txt says why);
+# opt-in: `make parakeet-venv`, then tests/test_asr_parakeet_venv.py runs its tests there.
+PARAKEET_VENV  := .venv-parakeet
+PARAKEET_STAMP := $(PARAKEET_VENV)/.duplexeval-installed
 HARNESS_IMAGE ?= duplexeval/harness:0.1
 HARNESS_BASE  ?= duplexeval/base:bookworm
 WEIGHTS_CACHE ?= $(HOME)/.cache/duplexeval/weights
@@ -19,7 +23,7 @@ PYTEST_ARGS ?=
 # The suite runs on every core (pytest-xdist; tests/conftest.py says how modules are grouped).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: setup test lint fuzz reproduce validate image clean-runs qwen3-venv harness-image harness-check
+.PHONY: setup test lint fuzz reproduce validate image clean-runs qwen3-venv parakeet-venv harness-image harness-check
 
 setup: $(STAMP)
 
@@ -45,6 +49,15 @@ $(QWEN3_STAMP): pyproject.toml requirements/qwen3.txt
 	$(QWEN3_VENV)/bin/python -m pip install -q --no-deps -r requirements/qwen3.txt
 	$(QWEN3_VENV)/bin/python -m pip install -q --no-deps -e .
 	touch $(QWEN3_STAMP)
+
+parakeet-venv: $(PARAKEET_STAMP)
+
+$(PARAKEET_STAMP): pyproject.toml requirements/parakeet.txt
+	test -x $(PARAKEET_VENV)/bin/python || $(PYTHON) -m venv $(PARAKEET_VENV)
+	$(PARAKEET_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(PARAKEET_VENV)/bin/python -m pip install -q --no-deps -r requirements/parakeet.txt
+	$(PARAKEET_VENV)/bin/python -m pip install -q --no-deps -e .
+	touch $(PARAKEET_STAMP)
 
 test: setup qwen3-venv
 	# Qwen3-ASR on random tiny models runs in its own venv, as one test of this session

@@ -45,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from duplexeval.runs.plan import Job, plan_suite  # noqa: E402
+from duplexeval.runfolder.plan import Job, plan_suite  # noqa: E402
 from duplexeval.specs.registry import default_registry  # noqa: E402
 
 # Seconds of audio per unit where no spec says (each is an assumption, printed).

@@ -91,6 +91,23 @@ def cache_root() -> Path:
     Judges, ASR, VAD episodes, TTS, data sets and MTR's rendered dialogues each keep a
     subfolder of it. Computed here only, and at each call, so setting the variable (a test,
     `--cache`) moves every cache at once. Model weights and the image wheelhouse live
-    elsewhere (`$DUPLEXEVAL_WEIGHTS_CACHE`, `$DUPLEXEVAL_WHEELHOUSE`): they outlive checkouts.
+    elsewhere (`weights_root`, `wheelhouse_root`, below): they outlive checkouts.
     """
     return Path(os.environ.get(CACHE_ENV, Path.cwd() / ".cache"))
+
+
+def data_root() -> Path:
+    """Data set snapshots (both families'): `$DUPLEXEVAL_DATA_CACHE`, else `cache_root()/datasets`."""
+    env = os.environ.get("DUPLEXEVAL_DATA_CACHE")
+    return Path(env).expanduser() if env else cache_root() / "datasets"
+
+
+def weights_root() -> Path:
+    """Pinned model weights: `$DUPLEXEVAL_WEIGHTS_CACHE`, else ~/.cache/duplexeval/weights."""
+    env = os.environ.get("DUPLEXEVAL_WEIGHTS_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "duplexeval" / "weights"
+
+
+def wheelhouse_root() -> Path:
+    """The images' downloaded wheels: `$DUPLEXEVAL_WHEELHOUSE`, else ~/.cache/duplexeval/wheelhouse."""
+    return Path(os.environ.get("DUPLEXEVAL_WHEELHOUSE", Path.home() / ".cache" / "duplexeval" / "wheelhouse"))

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duplexeval.reports.incomplete import lost_units
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.incomplete import lost_units
+from duplexeval.runfolder.run_dir import load_run
 
 COLUMNS = ["model", "benchmark", "condition", "metric", "round", "value", "numerator", "denominator", "reported",
            "unit", "note", "lost", "path"]

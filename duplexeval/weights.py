@@ -27,7 +27,6 @@ only reads a model spec's `weights` block into a pin and keeps the weights names
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -44,6 +43,7 @@ from duplexeval.data.snapshot import (  # noqa: F401  (the weights API keeps the
     hub_endpoint,
     hub_offline,
 )
+from duplexeval.resources import weights_root
 
 WeightsError = snap.SnapshotError
 WeightsSpecError = snap.SnapshotSpecError
@@ -62,7 +62,7 @@ class WeightsPin:
     files: tuple[PinnedFile, ...]
 
     def folder(self, root: Path | None = None) -> Path:
-        return (root if root is not None else cache_root()) / self.model_id / self.revision
+        return (root if root is not None else weights_root()) / self.model_id / self.revision
 
     def hub_url(self, endpoint: str | None = None) -> str:
         return f"{(endpoint or hub_endpoint()).rstrip('/')}/{self.repo}/tree/{self.revision}"
@@ -75,12 +75,6 @@ class WeightsPin:
     def file_list(self, only: list[str] | None = None) -> str:
         names = only if only is not None else [f.path for f in self.files]
         return ", ".join(names)
-
-
-def cache_root() -> Path:
-    """`$DUPLEXEVAL_WEIGHTS_CACHE` or ~/.cache/duplexeval/weights."""
-    env = os.environ.get("DUPLEXEVAL_WEIGHTS_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "duplexeval" / "weights"
 
 
 def _spec_parts(spec: Any) -> tuple[dict, str, str]:

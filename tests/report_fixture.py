@@ -132,7 +132,7 @@ def sealed(run: Path) -> Path:
     """What a run does after scoring, so verify (and report, compare) accept a hand-made run:
     every results.json beside its records.jsonl (empty where the test writes none), and a
     manifest sealed with the sha256 of every results file."""
-    from duplexeval.runs.verify import seal_manifest
+    from duplexeval.runfolder.verify import seal_manifest
 
     for results in run.rglob("results.json"):
         if not (results.parent / "records.jsonl").exists():

@@ -188,7 +188,7 @@ def test_the_run_folder_of_a_good_run_id_stays_inside_runs_dir(t):
 def test_a_corrupt_manifest_or_session_config_is_named(tmp_path):
     """`score` re-seals the manifest and a resume reads session_config.json: both name the file."""
     from duplexeval.runner.items import _check_config
-    from duplexeval.runs.verify import seal_manifest
+    from duplexeval.runfolder.verify import seal_manifest
 
     (tmp_path / "manifest.json").write_text("{corrupt")
     with pytest.raises(ValueError, match=r"manifest\.json: unreadable"):

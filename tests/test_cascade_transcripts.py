@@ -4,6 +4,8 @@ exactly what the real Whisper would say again."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,7 @@ def test_identical_audio_is_decoded_once_and_gets_the_same_transcript():
     fresh = CascadeAgent()
     fresh.asr = fresh_counting = CountingASR(fresh.asr)
     assert fresh.transcribe(hello) == first and fresh_counting.calls == 0  # another process: from disk
-    for entry in cascade.transcript_cache_dir().glob("*.json"):
+    for entry in cascade.transcript_store().entry_paths():
         entry.unlink()
     assert CascadeAgent().transcribe(hello) == first  # what a miss computes: the memo changes no byte
     changed = hello.copy()
@@ -67,8 +69,9 @@ def test_the_memo_is_bounded_and_forgets_the_oldest(monkeypatch):
 def test_a_damaged_or_foreign_entry_is_decoded_again_and_an_unwritable_cache_costs_nothing(own_cache, monkeypatch):
     hello = synthesize("Aria, is the pool open on Sundays?", "slt", 16000)
     expected = CascadeAgent().transcribe(hello)
-    (entry,) = cascade.transcript_cache_dir().glob("*.json")
-    for damage in ('{"audio_sha256": "', '{"audio_sha256": "0000", "text": "no"}'):
+    (entry,) = cascade.transcript_store().entry_paths()
+    other = json.dumps({"key": entry.stem, "components": cascade.transcript_components("0000"), "text": "no"})
+    for damage in ('{"key": "', other):
         entry.write_text(damage)  # cut short; another audio's entry under this name
         agent = CascadeAgent()
         agent.asr = counting = CountingASR(agent.asr)
@@ -80,13 +83,16 @@ def test_a_damaged_or_foreign_entry_is_decoded_again_and_an_unwritable_cache_cos
 
 
 def test_another_decoding_reads_other_entries(monkeypatch):
-    before = cascade.transcript_cache_dir()
+    def key() -> str:
+        return cascade.transcript_store().key(cascade.transcript_components("ab" * 32))
+
+    before = key()
     with monkeypatch.context() as mp:
         mp.setitem(cascade.ASR_OPTIONS, "beam_size", 5)
-        cascade._asr_config_digest.cache_clear()
+        cascade._asr_config.cache_clear()
         try:
-            assert cascade.transcript_cache_dir() != before
+            assert key() != before
         finally:
             mp.undo()
-            cascade._asr_config_digest.cache_clear()
-    assert cascade.transcript_cache_dir() == before
+            cascade._asr_config.cache_clear()
+    assert key() == before

@@ -57,6 +57,7 @@ CASES = [
     ("data path", "duplex-mpe"),
     ("data verify", "mtr-duplexbench --revision main"),
     ("export", "{t}/run --out {t}/empty"),
+    ("fdb render-embedded", "{t}/out --source {t}/garbage.yaml"),
     ("export-recordings", "{t}/run --layout mtr-authors {t}/out"),
     ("golden-validate", ""),
     ("image base", "--mirror nowhere"),

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from duplexeval.cli import cli
-from duplexeval.runs.plan import ImpossiblePair, pair_problem, plan_suite
+from duplexeval.runfolder.plan import ImpossiblePair, pair_problem, plan_suite
 from duplexeval.specs import Registry, UnknownSpecError
 
 

@@ -175,7 +175,7 @@ def test_the_paper_suite_stops_at_once_with_the_fetch_and_import_commands(tmp_pa
     assert not runs.exists()  # stopped before the first job: no run folder, no model started
     # once imported, the published data set no longer stops it
     from duplexeval.data.imported import missing_data
-    from duplexeval.runs.plan import plan_suite
+    from duplexeval.runfolder.plan import plan_suite
     from duplexeval.specs import Registry
 
     assert run_import(make_copy(tmp_path / "copy")).exit_code == 0

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.benchmarks import plugins
 from duplexeval.benchmarks.mpe.results import judges_from_spec, score_bench_dir
 from duplexeval.commands.run import run_suite
 from duplexeval.reports.compare import compare_run, failed
 from duplexeval.reports.golden import load_golden
 from duplexeval.reports.render import write_report
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.run_dir import load_run
 from duplexeval.runs.statistics import write_statistics
 from duplexeval.specs import repo_root
 
@@ -100,7 +101,7 @@ def test_statistics_pair_explicit_and_implicit_per_model(runs):
 
 
 def test_report_is_written_with_every_metric_and_its_denominator(runs):
-    written = write_report(runs["full"], formats=["html", "latex"],
+    written = write_report(runs["full"], families=plugins(), formats=["html", "latex"],
                            golden_paths=[str(repo_root() / "golden" / "embedded.yaml")])
     html = Path(written["html"]).read_text()
     assert "offline heuristic judge" in html and "oracle" in html
@@ -115,7 +116,8 @@ def _tree_digest(root: Path) -> dict[str, bytes]:
 def test_sensitivity_rescores_every_reading_without_touching_the_run(runs):
     """Every alternative of every MPE reading is re-scored from the run's recordings; the run's own
     files stay byte-identical; the baseline re-score equals the recorded results; the report shows it."""
-    from duplexeval.runs.sensitivity import Switch, check_switches, sensitivity, switch_summary
+    from duplexeval.reports.sensitivity import switch_summary
+    from duplexeval.runs.sensitivity import Switch, check_switches, sensitivity
     from duplexeval.specs.readings import benchmark_readings
 
     run = runs["babble"]
@@ -137,7 +139,7 @@ def test_sensitivity_rescores_every_reading_without_touching_the_run(runs):
     field = sorted(expected)[0][0]
     with pytest.raises(ValueError, match="not a named value"):
         check_switches([Switch(field, "no-such-reading")], [spec])
-    html = Path(write_report(run, formats=["html"], with_arithmetic=False)["html"]).read_text()
+    html = Path(write_report(run, families=plugins(), formats=["html"], with_arithmetic=False)["html"]).read_text()
     assert 'id="sensitivity"' in html and field in html
 
 

@@ -21,7 +21,7 @@ from duplexeval.benchmarks.mtr.score import score_bench_dir as score_mtr_dir
 from duplexeval.io import atomic_write_json
 from duplexeval.reports.compare import DENOMINATOR, INCOMPLETE, OK, compare_run, failed
 from duplexeval.reports.golden import load_golden
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.run_dir import load_run
 from mpe_helpers import SPEC
 from report_fixture import metric
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from duplexeval.benchmarks.mpe.scenes.loader import load_scene
 from duplexeval.benchmarks.mtr.format import DialogueFormatError, load_dialogue
-from duplexeval.judges.cache import CorruptEntry, JudgeCache, cache_key, load_entry
+from duplexeval.judges.cache import CorruptEntry, JudgeCache, cache_key
 from duplexeval.judges.verdict import parse_verdict
 from duplexeval.protocol.control import ControlError, parse_control
 from duplexeval.protocol.wire import FrameError, decode_frame, encode_frame
@@ -134,7 +134,7 @@ def test_a_corrupt_cache_entry_is_reported_never_returned(tmp_path_factory, data
     mutated = mutated[:cut] if data.draw(st.booleans()) else mutated
     path.write_bytes(bytes(mutated))
     try:
-        entry = load_entry(path, expected_key=key)
+        entry = cache.load(key)
     except CorruptEntry:
         assert cache.get(key, components) is None  # a miss, never a verdict
         return

@@ -9,7 +9,7 @@ from pathlib import Path
 from duplexeval.io import atomic_write_json
 from duplexeval.reports.compare import DENOMINATOR, MISSING, OK, OUT, compare_run
 from duplexeval.reports.golden import golden_dir, load_golden
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.run_dir import load_run
 from report_fixture import metric
 
 MPE = golden_dir() / "duplex-mpe.yaml"

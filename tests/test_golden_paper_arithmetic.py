@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from duplexeval.benchmarks import plugins
 from duplexeval.cli import cli
 from duplexeval.reports.golden import golden_dir, load_golden
 from duplexeval.reports.paper_arithmetic import (
@@ -20,7 +21,7 @@ from duplexeval.reports.paper_arithmetic import (
 
 @pytest.fixture(scope="module")
 def rows():
-    return {r.cell_id: r for r in paper_arithmetic()}
+    return {r.cell_id: r for r in paper_arithmetic(plugins())}
 
 
 def test_mcnemar_90_vs_78_gives_p_0_3961() -> None:
@@ -83,7 +84,7 @@ def test_spearman_is_reported_as_not_reproducible_not_skipped(rows) -> None:
 
 
 def test_nothing_fails_on_the_shipped_golden_files() -> None:
-    failures = [r for r in paper_arithmetic() if r.failed]
+    failures = [r for r in paper_arithmetic(plugins()) if r.failed]
     assert failures == []
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.benchmarks import plugins
 from duplexeval.commands.run import run_suite
 from duplexeval.io import read_jsonl
 from duplexeval.reports.render import write_report
@@ -28,7 +29,7 @@ def run_dir(tmp_path_factory) -> Path:
     assert [(o.job.key, o.status) for o in outcomes] == [("moshi-tiny/mpe-explicit", "scored"),
                                                          ("moshi-tiny/mtr-quality", "scored")], \
         [(o.job.key, o.reason) for o in outcomes]
-    write_report(run, with_arithmetic=False)
+    write_report(run, families=plugins(), with_arithmetic=False)
     return run
 
 

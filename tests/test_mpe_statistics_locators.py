@@ -13,7 +13,7 @@ from pathlib import Path
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.reports.compare import OK, compare_run
 from duplexeval.reports.golden import load_golden
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.run_dir import load_run
 from duplexeval.runs.statistics import log10_mcnemar_p, write_statistics
 from duplexeval.specs import repo_root
 from mpe_helpers import spec

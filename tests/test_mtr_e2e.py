@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.benchmarks import plugins
 from duplexeval.benchmarks.mtr.score import judges_for, score_bench_dir
 from duplexeval.commands.run import run_suite
 from duplexeval.reports.compare import compare_run, failed
 from duplexeval.reports.golden import load_golden
 from duplexeval.reports.render import write_report
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.run_dir import load_run
 from duplexeval.specs import repo_root
 
 BENCHES = ["mtr-combo-sipb", "mtr-interruption", "mtr-safety", "mtr-safety-interruption", "mtr-quality"]
@@ -112,7 +113,7 @@ def test_rescoring_gives_byte_identical_results(run_dir):
 
 
 def test_report_renders_the_per_round_results(run_dir):
-    written = write_report(run_dir, formats=["html", "latex"], golden_paths=[str(repo_root() / "golden" / "embedded.yaml")])
+    written = write_report(run_dir, families=plugins(), formats=["html", "latex"], golden_paths=[str(repo_root() / "golden" / "embedded.yaml")])
     html = Path(written["html"]).read_text()
     assert "mtr-combo-sipb" in html and "1-10" in html
     assert "mtr-combo-sipb" in Path(written["latex"]).read_text()

@@ -21,7 +21,7 @@ import pytest
 from duplexeval.benchmarks.mtr.features import W, feature_outcome
 from duplexeval.benchmarks.mtr.items import load_dialogues, scored_rounds
 from duplexeval.benchmarks.mtr.score import aggregate, metrics_for
-from duplexeval.runs.plan import apply_overrides
+from duplexeval.runfolder.plan import apply_overrides
 from duplexeval.specs import Registry
 
 SINGLE = {"mtr-smooth-turn-taking": "smooth", "mtr-interruption": "interruption", "mtr-pause-handling": "pause",

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from duplexeval.benchmarks import plugins
 from duplexeval.specs import default_registry
 from duplexeval.specs.loader import schema_for
 from duplexeval.specs.readings import benchmark_readings, readings
@@ -95,7 +96,7 @@ def test_the_report_names_the_readings_of_the_manifest_escaped(tmp_path):
         {"model": "silent", "benchmark": "mtr-pause-handling", "readings": {"metrics.window_speech": HOSTILE_TEX}},
     ]
     (run / "manifest.json").write_text(json.dumps(manifest))
-    written = write_report(run, with_arithmetic=False)
+    written = write_report(run, families=plugins(), with_arithmetic=False)
     html = written["html"].read_text()
     section = html[html.index('id="readings"'):html.index('id="manifest"')]
     assert "silent, oracle" in section and "whole-reply" in section  # one row for the two that share
@@ -117,7 +118,7 @@ def _suite_file(tmp_path, readings_yaml: str):
 def test_a_suite_selects_readings_per_benchmark_and_the_manifest_names_them(tmp_path):
     """A suite's overrides.readings reach each job's benchmark where they are its readings; a list
     gives one field different names per dimension."""
-    from duplexeval.runs.plan import plan_suite
+    from duplexeval.runfolder.plan import plan_suite
     from duplexeval.specs import Registry
 
     path = _suite_file(tmp_path, "    metrics.answer.response_end: episode\n"

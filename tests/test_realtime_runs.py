@@ -26,7 +26,7 @@ from _realtime_standin import StandInRealtimeServer  # noqa: E402
 
 from duplexeval.cli import cli
 from duplexeval.resources import bundle_root
-from duplexeval.runs.verify import scan_secrets
+from duplexeval.runfolder.verify import scan_secrets
 
 KEY = "sk-test-PLANTED-realtime-run-0123456789abcdef"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.benchmarks import plugins
 from duplexeval.reports.golden import golden_dir
 from duplexeval.reports.render import write_report
 from report_fixture import HOSTILE_HTML, make_run
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None and os.environ.get("CI") != "tr
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     run = make_run(tmp_path_factory.mktemp("runs"), with_audio=True)
-    html = write_report(run, golden_paths=[golden_dir() / "embedded.yaml"])["html"]
+    html = write_report(run, families=plugins(), golden_paths=[golden_dir() / "embedded.yaml"])["html"]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from duplexeval.benchmarks import plugins
 from duplexeval.io import atomic_write_json
-from duplexeval.reports.incomplete import lost_units
+from duplexeval.runfolder.incomplete import lost_units
 from duplexeval.reports.render import ReportInputs, build_context, render_html, render_latex
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.run_dir import load_run
 from report_fixture import metric, sealed
 
 
@@ -30,7 +31,7 @@ def _run(tmp_path: Path, error: int = 0) -> Path:
 
 
 def _other(tmp_path: Path, error: int = 0) -> tuple[dict, str, str]:
-    context = build_context(ReportInputs(run=load_run(_run(tmp_path, error))))
+    context = build_context(ReportInputs(families=plugins(), run=load_run(_run(tmp_path, error))))
     (mtr,) = [s for s in context["sections"] if s.family == "mtr-duplexbench"]  # the family's own section
     return mtr.data["mtr_main"]["other"], render_html(context), render_latex(context)
 

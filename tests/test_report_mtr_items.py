@@ -26,3 +26,19 @@ def test_round_two_shows_both_rounds_turns_and_its_own_window(tmp_path):
     assert record_span({"metric": "success", "anchor_s": 10.9}, view["window"]) == [7.9, 18.8]
     assert record_span({"metric": "success", "anchor_s": 10.9}) == [10.9, 10.9]
     assert item_view(tmp_path, "d9.r01") is None
+
+
+def test_a_family_spells_its_own_record_windows_and_the_report_asks_it():
+    """reports/ knows only the shared spellings; Duplex-MPE's Stop window (its N4 turn) and
+    Answer speech come through the plug-in's record_span / record_speech hooks."""
+    from duplexeval.benchmarks.mpe.plugin import DuplexMpe
+    from duplexeval.reports import charts
+
+    stop = {"metric": "stop", "n4r_start": 4.25, "n4r_end": 6.5, "anchor_s": 4.25}
+    assert record_span(stop) == [4.25, 4.25]                    # no family: only its anchor
+    assert record_span(stop, family=DuplexMpe()) == [4.25, 6.5]
+    assert record_span({"metric": "stop", "n4r_start": 3.0, "n4r_end": None}, family=DuplexMpe()) == [3.0, 3.0]
+    answer = {"metric": "answer", "window": [2.0, 3.5]}
+    assert charts.speech_episodes([], [answer]) == []
+    assert charts.speech_episodes([], [answer], DuplexMpe().record_speech) == [(2.0, 3.5)]
+    assert charts.speech_episodes([], [{"metric": "start", "window": [1.0, 2.0]}], DuplexMpe().record_speech) == []

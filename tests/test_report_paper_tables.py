@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.benchmarks import plugins
 from duplexeval.reports.render import ReportInputs, build_context, render_html, render_latex
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.run_dir import load_run
 from report_fixture import make_run
 
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> dict:
     run = make_run(tmp_path_factory.mktemp("runs"))
-    context = build_context(ReportInputs(run=load_run(run)))
+    context = build_context(ReportInputs(families=plugins(), run=load_run(run)))
     return {"context": context, "html": render_html(context), "tex": render_latex(context)}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from duplexeval.benchmarks import plugins
 from duplexeval.cli import cli
 from duplexeval.reports.golden import golden_dir
 from duplexeval.reports.render import latex_escape, write_report
@@ -19,7 +20,7 @@ from report_fixture import HOSTILE_HTML, HOSTILE_TEX, make_run
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> dict[str, str]:
     run = make_run(tmp_path_factory.mktemp("runs"))
-    written = write_report(run, golden_paths=[golden_dir() / "embedded.yaml"])
+    written = write_report(run, families=plugins(), golden_paths=[golden_dir() / "embedded.yaml"])
     return {"run": str(run), **{k: v.read_text(encoding="utf-8") for k, v in written.items()}}
 
 
@@ -109,7 +110,7 @@ def test_latex_tables_use_booktabs_and_the_papers_layout(report) -> None:
 
 
 def test_rendering_twice_is_byte_identical(report, tmp_path: Path) -> None:
-    written = write_report(report["run"], golden_paths=[golden_dir() / "embedded.yaml"], out_dir=tmp_path)
+    written = write_report(report["run"], families=plugins(), golden_paths=[golden_dir() / "embedded.yaml"], out_dir=tmp_path)
     assert written["html"].read_text(encoding="utf-8") == report["html"]
     assert written["latex"].read_text(encoding="utf-8") == report["latex"]
 
@@ -153,7 +154,7 @@ def test_latex_follows_the_html_first_screen(report) -> None:
 def test_latex_mtr_ablation_golden_and_caveat_escape_and_compile(report, tmp_path: Path) -> None:
     from duplexeval.reports.render import ReportInputs, build_context, load_run, render_latex
 
-    context = build_context(ReportInputs(run=load_run(report["run"])))
+    context = build_context(ReportInputs(families=plugins(), run=load_run(report["run"])))
     bad = r"m_1 \input{x} & 50%"
     m = lambda n, d: {"value": n / d, "numerator": n, "denominator": d}  # noqa: E731
     pub = {"value": 85.5, "decimals": 1, "delta": -3.2, "within": False, "id": "x", "status": "out of tolerance",

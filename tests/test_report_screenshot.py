@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from duplexeval.benchmarks import plugins
 from duplexeval.reports.golden import golden_dir
 from duplexeval.reports.render import write_report
 from report_fixture import make_run
@@ -38,7 +39,7 @@ def png_rows(data: bytes) -> tuple[int, int, list[bytes]]:
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (the lead adds it to scripts/setup-system.sh)")
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     run = make_run(tmp_path)
-    html = write_report(run, golden_paths=[golden_dir() / "embedded.yaml"])["html"]
+    html = write_report(run, families=plugins(), golden_paths=[golden_dir() / "embedded.yaml"])["html"]
     shot = tmp_path / "shot.png"
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",

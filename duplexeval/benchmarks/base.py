@@ -8,6 +8,7 @@ Shared infrastructure (specs, runner, judges, reports) stays outside every famil
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -18,9 +19,45 @@ if TYPE_CHECKING:
     from duplexeval.reports.golden import Golden
     from duplexeval.reports.paper_arithmetic import ArithmeticRow
     from duplexeval.reports.sections import ReportSection, SectionInputs
-    from duplexeval.runs.plan import Job
+    from duplexeval.runfolder.plan import Job
 
 ItemProgress = Callable[[int, int, str], None]   # (done, total, item id), as score_bench_dir takes it
+
+
+@dataclass(frozen=True)
+class DataImporter:
+    """A family's importer of a published data set, reached by `duplexeval data import NAME PATH`.
+
+    `convert(src, out)` validates the copy in `src` and writes this project's files into
+    the empty folder `out` (the command renames it into place only when convert returned,
+    so a failed import leaves nothing). It returns the lines the command prints after the
+    import (what was found, beside the counts the paper states), and raises a ValueError
+    (or one of `errors`) whose message names the file, folder or field at fault: the
+    command prints it, exit 2, never a traceback. `fetch_hint` is for a set no command
+    can download (e.g. a cloud-drive folder): `data fetch NAME` prints it and stops.
+    """
+
+    convert: Callable[[Path, Path], list[str] | None]
+    errors: tuple[type[Exception], ...] = ()
+    fetch_hint: str = ""
+
+
+@dataclass(frozen=True)
+class RecordingExporter:
+    """A family's writer of a run's recordings in another project's layout (`export-recordings --layout NAME`).
+
+    `export(bench_dir, out, spec)` writes one <model>/<benchmark> folder's finished items
+    into the new folder `out` and returns (the files written, {item: why not exported});
+    it raises SkipFolder(reason) when this folder has nothing in this layout (listed as
+    skipped, the export goes on) and ValueError for a fault that stops the command.
+    """
+
+    export: Callable[[Path, Path, dict[str, Any]], tuple[list[str], dict[str, str]]]
+    help: str
+
+
+class SkipFolder(Exception):
+    """This folder cannot be written in the requested layout (another family, a missing file): skipped by name."""
 
 
 class Benchmark(ABC):
@@ -69,10 +106,31 @@ class Benchmark(ABC):
         when events.jsonl says it all."""
         return None
 
+    def record_span(self, record: dict[str, Any]) -> tuple[float, float] | None:
+        """Where one of the family's records sits on the recording's time axis, when its records
+        spell that window their own way (the item view marks it); None (the default): the report
+        reads the spellings every family shares (`window`, start/end, t0/t1)."""
+        return None
+
+    def record_speech(self, record: dict[str, Any]) -> list[tuple[float, float]]:
+        """Model speech a record of the family judged beyond its `episodes` / `speech` lists (the
+        item view draws it in the model's lane); empty by default."""
+        return []
+
     def paper_arithmetic(self, papers: dict[str, Golden]) -> list[ArithmeticRow]:
         """The family's half of `paper-check`: published numbers re-derived from the paper's own
         counts (`papers`: paper id -> golden file). Empty for a family without a paper."""
         return []
+
+    def data_importers(self) -> dict[str, DataImporter]:
+        """Data set name -> importer, for `duplexeval data import NAME PATH` (and `data fetch NAME`
+        of a set that cannot be downloaded). Empty (the default): the family imports nothing."""
+        return {}
+
+    def recording_exporters(self) -> dict[str, RecordingExporter]:
+        """Layout name -> exporter, for `duplexeval export-recordings RUN --layout NAME OUT`.
+        Empty (the default): the family's recordings are written in no other layout."""
+        return {}
 
     def commands(self) -> list[click.Command]:
         """Click commands the family adds to `duplexeval` (e.g. `scenes`, `mtr`)."""

@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from duplexeval.benchmarks.base import Benchmark
+from duplexeval.benchmarks.base import Benchmark, DataImporter, RecordingExporter
 
 ENTRY_POINT_GROUP = "duplexeval.benchmarks"
 
@@ -57,6 +57,27 @@ def benchmark_for(spec: dict[str, Any], where: Path | str | None = None) -> Benc
                + f"; a plug-in registers under the entry point group {ENTRY_POINT_GROUP!r})")
     path = Path(where) if where else Path(f"<benchmark {spec.get('id', '?')}>")
     raise SpecErrors([SpecError(path, _field_line(path, "benchmark"), "benchmark", message)])
+
+
+def _hooks(kind: str) -> dict[str, tuple[str, Any]]:
+    """name -> (family, hook) over every plug-in's `kind` hook; one name claimed by two families is a packaging bug."""
+    found: dict[str, tuple[str, Any]] = {}
+    for family, plugin in plugins().items():
+        for name, hook in getattr(plugin, kind)().items():
+            if name in found:
+                raise PluginError(f"{kind} name {name!r} is claimed by both {found[name][0]!r} and {family!r}")
+            found[name] = (family, hook)
+    return found
+
+
+def data_importers() -> dict[str, tuple[str, DataImporter]]:
+    """Data set name -> (family, importer) over every installed family (`duplexeval data import`)."""
+    return _hooks("data_importers")
+
+
+def recording_exporters() -> dict[str, tuple[str, RecordingExporter]]:
+    """Layout name -> (family, exporter) over every installed family (`duplexeval export-recordings --layout`)."""
+    return _hooks("recording_exporters")
 
 
 def _field_line(path: Path, key: str) -> int:

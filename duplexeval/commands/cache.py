@@ -1,12 +1,16 @@
-"""`duplexeval cache ls|verify|prune|export`: look after the judge cache.
+"""`duplexeval cache ls|verify|explain|prune|export`: look after the caches.
 
-`verify` is what an auditor runs before trusting a replay: it recomputes every key from
-the components stored next to the verdict and the hash of the stored answer, and exits 1
-if any entry is corrupt or mismatched.
+Every cache is one content store (duplexeval/store.py): the judge cache by default, any
+other with `--store asr|vad|tts|cascade-asr` (ls, verify, explain). `verify` is what an
+auditor runs before trusting a replay: it recomputes every key from the components stored
+next to the result (and, for judges, the hash of the stored answer), and exits 1 if any
+entry is corrupt or mismatched. `explain KEY` lists a stored entry's components;
+`explain --components FILE` explains a miss: which components differ from the nearest entry.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -16,25 +20,46 @@ import click
 
 from duplexeval.io import atomic_write_bytes
 from duplexeval.judges.cache import JudgeCache, Problem, default_cache_root
+from duplexeval.store import KINDS, ContentStore
 
 _root_option = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
-                            help="Judge cache folder (default: $DUPLEXEVAL_CACHE/judges or ./.cache/judges).")
+                            help="The store's folder (default: $DUPLEXEVAL_CACHE/<store>, e.g. ./.cache/judges).")
+_store_option = click.option("--store", "kind", type=click.Choice(list(KINDS)), default="judges", show_default=True,
+                             help="Which cache: judge verdicts, ASR transcripts, VAD episodes, TTS clips, "
+                                  "the cascade agent's transcripts.")
 
 
 def _cache(root: Path | None) -> JudgeCache:
     return JudgeCache(root if root is not None else default_cache_root(), mode="read")
 
 
+def _store(kind: str, root: Path | None) -> ContentStore:
+    return _cache(root).store if kind == "judges" else ContentStore.of(kind, root)
+
+
 @click.group("cache")
 def cache_group() -> None:
-    """Inspect, verify, prune and export the judge cache."""
+    """Inspect, verify and explain the caches; prune and export the judge cache."""
 
 
 @cache_group.command("ls")
 @_root_option
+@_store_option
 @click.option("--judge", "judge_id", default=None, help="Only entries of this judge id.")
-def ls_command(root: Path | None, judge_id: str | None) -> None:
-    """One line per entry: key, judge, provider, model, answer length (corrupt entries marked)."""
+def ls_command(root: Path | None, kind: str, judge_id: str | None) -> None:
+    """One line per entry: key, judge, provider, model, answer length (corrupt entries marked);
+    another store: key and its components' names."""
+    if kind != "judges":
+        store = _store(kind, root)
+        count = 0
+        for found in store.entries():
+            if isinstance(found, Problem):
+                click.echo(f"{found.path.stem}  CORRUPT  {found.problem}")
+                continue
+            click.echo(f"{found['key']}  {', '.join(sorted(found['components']))}")
+            count += 1
+        click.echo(f"{count} entries in {store.root}", err=True)
+        return
     cache = _cache(root)
     count = 0
     for entry in cache.entries():
@@ -53,35 +78,56 @@ def ls_command(root: Path | None, judge_id: str | None) -> None:
 
 @cache_group.command("verify")
 @_root_option
-def verify_command(root: Path | None) -> None:
-    """Recompute every key and answer hash; exit 1 if any entry is corrupt or mismatched."""
-    cache = _cache(root)
-    problems = cache.verify()
-    total = sum(1 for _ in cache.entry_paths())
+@_store_option
+def verify_command(root: Path | None, kind: str) -> None:
+    """Recompute every key (and answer or file hash); exit 1 if any entry is corrupt or mismatched."""
+    store = _store(kind, root)
+    problems = _cache(root).verify() if kind == "judges" else store.verify()
+    total = sum(1 for _ in store.entry_paths())
     for p in problems:
         click.echo(f"BAD {p.path}: {p.problem}")
-    click.echo(f"verified {total} entries in {cache.root}: {len(problems)} problem(s)")
+    click.echo(f"verified {total} entries in {store.root}: {len(problems)} problem(s)")
     if problems:
         raise SystemExit(1)
 
 
 @cache_group.command("explain")
 @_root_option
-@click.argument("key")
-def explain_command(root: Path | None, key: str) -> None:
-    """Show the key components stored with KEY (exit 1 when KEY is not a stored, intact entry)."""
+@_store_option
+@click.option("--components", "components_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="A JSON file of the components a lookup wanted (an entry file, or its "
+                                 "`components` alone): say which differ from the nearest stored entry.")
+@click.argument("key", required=False)
+def explain_command(root: Path | None, kind: str, components_file: Path | None, key: str | None) -> None:
+    """Show the key components stored with KEY (exit 1 when KEY is not a stored, intact entry), or
+    explain a miss: which of the wanted components (--components) differ from the nearest entry."""
     from duplexeval.judges.cache import CorruptEntry
 
-    cache = _cache(root)
+    if (key is None) == (components_file is None):
+        raise click.UsageError("give a KEY to show, or --components FILE to explain a miss (one of them)")
+    store = _store(kind, root)
+    if components_file is not None:
+        try:
+            wanted = json.loads(components_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise click.BadParameter(f"{components_file}: not JSON ({exc})", param_hint="--components") from None
+        wanted = wanted.get("components", wanted) if isinstance(wanted, dict) else wanted
+        if not isinstance(wanted, dict):
+            raise click.BadParameter(f"{components_file}: not a JSON object of components", param_hint="--components")
+        hit = store.key(wanted)
+        click.echo(f"key {hit}: " + ("stored" if store.path(hit).exists() else "a miss"))
+        click.echo(store.explain_miss(wanted))
+        return
+    assert key is not None
     if not re.fullmatch(r"[0-9a-f]{64}", key):
         raise click.BadParameter(f"{key[:80]!r} is not a cache key (64 lowercase hex digits)", param_hint="KEY")
     try:
-        cache.load(key)
+        _cache(root).load(key) if kind == "judges" else store.read(key)
     except (FileNotFoundError, CorruptEntry) as exc:
         reason = "not in the cache" if isinstance(exc, FileNotFoundError) else f"corrupt entry ({exc})"
-        click.echo(f"key {key}: {reason} ({cache.root})", err=True)
+        click.echo(f"key {key}: {reason} ({store.root})", err=True)
         raise SystemExit(1) from None
-    click.echo(cache.explain(key))
+    click.echo(_cache(root).explain(key) if kind == "judges" else store.explain(key))
 
 
 def _positive_days(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

@@ -64,6 +64,7 @@ def fetch_command(name: str, revision: str | None, root: Path | None) -> None:
 
     The token, for a gated repository, is read from HF_TOKEN only.
     """
+    _placed_by_hand(name)
     try:
         if sets.data_set(name).kind == "url":
             return _url_set(name, "fetch")
@@ -81,6 +82,7 @@ def fetch_command(name: str, revision: str | None, root: Path | None) -> None:
 @_cache_option
 def verify_command(name: str, revision: str | None, root: Path | None) -> None:
     """Re-hash every file of NAME's folder; name each missing, changed or added file."""
+    _placed_by_hand(name)
     try:
         if sets.data_set(name).kind == "url":
             return _url_set(name, "verify")
@@ -103,6 +105,7 @@ def verify_command(name: str, revision: str | None, root: Path | None) -> None:
 @click.option("--quick", is_flag=True, help="Trust files whose size and mtime match the manifest (no re-hash).")
 def path_command(name: str, revision: str | None, root: Path | None, quick: bool) -> None:
     """Print NAME's verified folder (what `data import` reads)."""
+    _placed_by_hand(name)
     try:
         if sets.data_set(name).kind == "url":
             return _url_set(name, "path")
@@ -113,15 +116,42 @@ def path_command(name: str, revision: str | None, root: Path | None, quick: bool
     click.echo(str(folder))
 
 
-def _converter(name: str):
-    """The family's importer of a published copy: convert(src, out) -> None (raises on what it does not know)."""
-    if name == "mtr-duplexbench":
-        from duplexeval.benchmarks.mtr.published import check_written, convert
+def _importer(name: str):
+    """(family, DataImporter) of NAME from the family plug-ins' `data_importers()` hook, else None."""
+    from duplexeval.benchmarks import data_importers
 
-        return lambda src, out: check_written(convert(src, out))
-    from duplexeval.benchmarks.mpe.published import convert as convert_mpe
+    return data_importers().get(name)
 
-    return convert_mpe
+
+def _placed_by_hand(name: str) -> None:
+    """A set only a plug-in knows and no command can download: say where its copy goes, exit 2."""
+    if name in sets.DATASETS:
+        return
+    found = _importer(name)
+    if found is None:
+        return
+    _, importer = found
+    click.echo(f"error: data set {name} cannot be fetched by duplexeval"
+               + (f": {importer.fetch_hint}" if importer.fetch_hint else "")
+               + f"\nthen run `duplexeval data import {name} PATH` on the placed copy", err=True)
+    sys.exit(2)
+
+
+def _unknown(name: str) -> None:
+    """An unknown name: the error lists every set a command or a family's importer knows."""
+    import difflib
+
+    from duplexeval.benchmarks import data_importers
+
+    known = sorted(set(sets.DATASETS) | set(data_importers()))
+    close = difflib.get_close_matches(name, known, n=1)
+    raise sets.DataSetError(f"unknown data set {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                            + f"; known: {', '.join(known)}")
+
+
+def importer_errors(found) -> tuple[type[Exception], ...]:
+    """The exception types a family's importer declares as format errors (printed, exit 2)."""
+    return tuple(found[1].errors) if found is not None else ()
 
 
 @data_group.command("import")
@@ -135,22 +165,36 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
     file, the keys it found and the first that does not fit, and nothing is written.
     The paper suites then read the result (docs/data.md).
     """
-    from duplexeval.benchmarks.mtr.format import DialogueFormatError
     from duplexeval.data import imported
     from duplexeval.specs import SpecErrors
 
+    found = _importer(name)
+    said: list[str] = []
     try:
-        if sets.data_set(name).kind != "hub":
+        if name in sets.DATASETS and sets.data_set(name).kind != "hub":
             raise sets.DataSetError(f"{name} is read on demand by its benchmark (`duplexeval data fetch {name}`); "
                                     "there is nothing to import")
-        folder = imported.run_import(name, path, _converter(name), root=root)
+        if found is None:
+            if name not in sets.DATASETS:
+                _unknown(name)
+            raise sets.DataSetError(f"data set {name}: no installed benchmark family imports it")
+        importer = found[1]
+
+        def convert(src: Path, out: Path) -> None:
+            said.extend(importer.convert(src, out) or [])
+
+        folder = imported.run_import(name, path, convert, root=root)
     except snap.SnapshotError as exc:
         _fail(exc)
-    except (ValueError, DialogueFormatError, SpecErrors) as exc:  # the importers' format errors name the file
+    except (ValueError, SpecErrors) + importer_errors(found) as exc:  # the importers' format errors name the file
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     files = imported.read_import_manifest(folder)["files"]
     click.echo(f"imported {name}: {len(files)} files in {folder}")
+    for line in said:
+        click.echo(f"  {line}")
+    if name not in sets.DATASETS:
+        return
     # What the paper suite will plan from it, beside the count the paper states (data.count).
     data, _ = sets.spec_data(sets.data_set(name))
     groups: dict[str, int] = {}

@@ -22,7 +22,7 @@ allow_damaged_option = click.option(
 
 def verified(run_dir: Path, allow_damaged: bool) -> list[str]:
     """verify's damage findings of run_dir: refused unless allow_damaged; [] when intact."""
-    from duplexeval.runs.verify import verify_run
+    from duplexeval.runfolder.verify import verify_run
 
     damaged = [f.line(run_dir) for f in verify_run(run_dir) if f.damaged]
     if not damaged:

@@ -27,7 +27,7 @@ MPE_REFUSAL = ("Duplex-MPE recordings cannot be imported: its stimulus depends o
 
 def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
     """The benchmark spec (with the suite's overrides when --suite is given) and its sha256."""
-    from duplexeval.runs.plan import apply_overrides
+    from duplexeval.runfolder.plan import apply_overrides
     from duplexeval.specs import Registry
 
     registry = Registry.load()
@@ -93,23 +93,40 @@ def import_recordings(benchmark: str, src: Path, model: str, layout: str, suite:
     click.echo(f"results: {bench_dir.parent.parent}")
 
 
+def _layouts() -> dict:
+    from duplexeval.benchmarks import recording_exporters
+
+    return recording_exporters()
+
+
+class _LayoutChoice(click.Choice):
+    """The layouts the installed families export to, read when the option is parsed (plug-ins load lazily)."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def convert(self, value, param, ctx):
+        self.choices = sorted(_layouts())
+        return super().convert(value, param, ctx)
+
+
 @click.command("export-recordings")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--layout", type=click.Choice(["mtr-authors"]), required=True,
-              help="mtr-authors: the MTR-DuplexBench authors' file names, left = user, right = model, round_start.json.")
+@click.option("--layout", type=_LayoutChoice(), required=True, metavar="LAYOUT",
+              help="Another project's layout, from the families' exporters: mtr-authors (the MTR-DuplexBench "
+                   "authors' file names, left = user, right = model, round_start.json), and any a plug-in adds.")
 @click.argument("out", type=click.Path(file_okay=True, path_type=Path))
 def export_recordings(run_dir: Path, layout: str, out: Path) -> None:
-    """Write RUN_DIR's recordings into OUT/<model>/<benchmark>/ in the authors' layout.
+    """Write RUN_DIR's recordings into OUT/<model>/<benchmark>/ in another project's layout.
 
-    MTR-DuplexBench folders only (features, instruction following, safety); other folders
-    are listed as skipped. Unfinished or damaged items are not exported (listed in
+    Only folders of the family that owns the layout are written; other folders are listed
+    as skipped. Unfinished or damaged items are not exported (listed in
     duplexeval-export.json). OUT/<model>/<benchmark> must not exist yet.
     """
-    from duplexeval.benchmarks.mtr.authors_layout import LayoutError
-    from duplexeval.benchmarks.mtr.recordings import export_bench_dir
-    from duplexeval.recordings.run_folder import ImportRefused
-    from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
+    from duplexeval.benchmarks import SkipFolder
+    from duplexeval.runfolder.bench_folders import bench_dirs, bench_spec_for
 
+    family, exporter = _layouts()[layout]
     folders = bench_dirs(run_dir)
     if not folders:
         raise CommandError(f"{run_dir}: no <model>/<benchmark>/items folders to export")
@@ -117,15 +134,15 @@ def export_recordings(run_dir: Path, layout: str, out: Path) -> None:
     for folder in folders:
         spec = bench_spec_for(folder)
         rel = f"{folder.parent.name}/{folder.name}"
-        if spec.get("benchmark") != "mtr-duplexbench":
-            click.echo(f"{rel}: skipped (the {layout} layout is MTR-DuplexBench's)", err=True)
+        if spec.get("benchmark") != family:
+            click.echo(f"{rel}: skipped (the {layout} layout is {family}'s)", err=True)
             continue
         try:
-            names, skipped = export_bench_dir(folder, out / folder.parent.name / folder.name, spec)
-        except LayoutError as exc:
+            names, skipped = exporter.export(folder, out / folder.parent.name / folder.name, spec)
+        except SkipFolder as exc:
             click.echo(f"{rel}: skipped ({exc})", err=True)
             continue
-        except ImportRefused as exc:
+        except ValueError as exc:
             raise CommandError(str(exc)) from None
         exported += len(names)
         click.echo(f"{rel}: {len(names)} recordings" + (f", {len(skipped)} not exported (unfinished or damaged)"

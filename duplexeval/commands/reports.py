@@ -18,7 +18,7 @@ from duplexeval.cli_errors import CommandError
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 from duplexeval.reports.compare import compare_run, counts, failed, format_diff
 from duplexeval.reports.golden import golden_files, load_golden, suite_golden_paths
-from duplexeval.reports.run_dir import load_run
+from duplexeval.runfolder.run_dir import load_run
 from duplexeval.specs.errors import SpecErrors
 
 
@@ -100,9 +100,10 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
     reason and do not fail the check.
     """
     # Imported here: it pulls in scipy.stats (~1.5 s), which no other command needs at start-up.
+    from duplexeval.benchmarks import plugins
     from duplexeval.reports.paper_arithmetic import default_golden_paths, format_rows, paper_arithmetic, summary
 
-    default_mpe, default_mtr = default_golden_paths()
+    default_mpe, default_mtr = default_golden_paths(plugins())
     mpe, mtr = _load_goldens((mpe_path or str(default_mpe), mtr_path or str(default_mtr)))
     expected = _load_goldens((str(default_mpe), str(default_mtr)))
     for option, golden, want in (("--mpe", mpe, expected[0]), ("--mtr", mtr, expected[1])):
@@ -110,7 +111,7 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
             raise click.BadParameter(f"{golden.path} is the golden file of paper {golden.paper.get('id')!r}, not "
                                      f"{want.paper.get('id')!r}", param_hint=option)
     try:
-        rows = paper_arithmetic(mpe, mtr)
+        rows = paper_arithmetic(plugins(), mpe, mtr)
     except KeyError as exc:  # a cell the arithmetic re-derives from is not in the given file
         raise CommandError(f"{mpe.path} / {mtr.path}: no golden cell {exc} that the paper arithmetic needs") from None
     if as_json:
@@ -143,6 +144,7 @@ def report_command(run_dir: Path, formats: str, golden_paths: tuple[str, ...], n
 
     The run is verified first: a damaged run is refused (exit 2) unless --allow-damaged,
     which states the damage at the top of every page."""
+    from duplexeval.benchmarks import plugins
     from duplexeval.reports.render import write_report
 
     damaged = verified(run_dir, allow_damaged)
@@ -152,7 +154,7 @@ def report_command(run_dir: Path, formats: str, golden_paths: tuple[str, ...], n
     if pdf and "latex" not in wanted:
         wanted.append("latex")
     try:
-        written = write_report(run_dir, formats=wanted, golden_paths=golden_paths, with_arithmetic=not no_paper_arithmetic,
+        written = write_report(run_dir, families=plugins(), formats=wanted, golden_paths=golden_paths, with_arithmetic=not no_paper_arithmetic,
                                item=item, out_dir=out_dir, aliases=_aliases(aliases), damaged=damaged)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

@@ -41,11 +41,12 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
     """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report.
 
     Exit 1 when a comparison fails, 4 when every comparison passed but an item errored."""
+    from duplexeval.benchmarks import plugins
     from duplexeval.reports.compare import compare_run, counts, failed, format_diff
     from duplexeval.reports.golden import load_golden
     from duplexeval.reports.paper_arithmetic import format_rows, paper_arithmetic, summary
     from duplexeval.reports.render import write_report
-    from duplexeval.reports.run_dir import load_run
+    from duplexeval.runfolder.run_dir import load_run
     from duplexeval.runs.statistics import write_statistics
 
     check_options(backend, endpoint, executor, jobs, ray_address)
@@ -60,13 +61,13 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         sys.exit(2)
     _print_results(outcomes)
     write_statistics(run_dir)
-    from duplexeval.runs.verify import seal_manifest
+    from duplexeval.runfolder.verify import seal_manifest
 
     seal_manifest(run_dir)  # statistics.json too
 
     ok = True
     click.echo("\n== paper arithmetic (published numbers re-derived from the papers' own counts)")
-    rows = paper_arithmetic()
+    rows = paper_arithmetic(plugins())
     click.echo(format_rows(rows))
     click.echo("paper arithmetic: " + ", ".join(f"{v} {k}" for k, v in summary(rows).items()))
     ok &= not any(r.failed for r in rows)
@@ -80,7 +81,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         click.echo(", ".join(f"{v} {k}" for k, v in counts(diff).items()))
         ok &= not failed(diff)
 
-    written = write_report(run_dir, formats=["html", "latex"], golden_paths=golden_paths)
+    written = write_report(run_dir, families=plugins(), formats=["html", "latex"], golden_paths=golden_paths)
     click.echo("")
     for fmt, path in written.items():
         click.echo(f"report ({fmt}): {path}")

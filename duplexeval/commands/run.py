@@ -45,9 +45,9 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
               max_sessions: int | None = None, price_per_minute: float | None = None, max_cost: float | None = None):
     """Plan, write the manifest, execute on `executor` (serial | local | ray). Returns (run_dir, outcomes)."""
     from duplexeval.executors import make_pool
+    from duplexeval.runfolder.manifest import build_manifest
+    from duplexeval.runfolder.plan import plan_suite
     from duplexeval.runs.execute import execute, sessions_record, with_runner
-    from duplexeval.runs.manifest import build_manifest
-    from duplexeval.runs.plan import plan_suite
 
     registry = Registry.load()
     suite = registry.get("suite", suite_id).data
@@ -239,12 +239,13 @@ def run(suite_id, models, benchmarks, run_id, fresh, with_report, runs_dir, limi
 def write_run_report(run_dir: Path) -> None:
     """report.html and report.tex of the finished run, compared with its suite's golden files;
     a report that fails to render says so and leaves the run's results (and exit code) alone."""
+    from duplexeval.benchmarks import plugins
     from duplexeval.reports.golden import suite_golden_paths
     from duplexeval.reports.render import write_report
-    from duplexeval.reports.run_dir import load_run
+    from duplexeval.runfolder.run_dir import load_run
 
     try:
-        written = write_report(run_dir, golden_paths=suite_golden_paths(load_run(run_dir).manifest))
+        written = write_report(run_dir, families=plugins(), golden_paths=suite_golden_paths(load_run(run_dir).manifest))
     except Exception as exc:  # noqa: BLE001 - the run is written; the report is a view of it
         click.echo(f"report not written ({type(exc).__name__}: {exc}); try `duplexeval report {run_dir}`", err=True)
         return

@@ -23,8 +23,8 @@ def score(run_dir: Path, cache_mode: str) -> None:
     """
     from duplexeval.benchmarks import benchmark_for
     from duplexeval.commands.run import ItemBar
-    from duplexeval.runs.bench_folders import SPEC_SNAPSHOTS, bench_dirs, bench_spec_for
-    from duplexeval.runs.verify import seal_enclosing_manifest
+    from duplexeval.runfolder.bench_folders import SPEC_SNAPSHOTS, bench_dirs, bench_spec_for
+    from duplexeval.runfolder.verify import seal_enclosing_manifest
 
     folders = bench_dirs(run_dir)
     if not folders:

@@ -26,7 +26,8 @@ def sensitivity(run_dir: Path, switches: tuple[str, ...], show_all: bool, allow_
     RUN_DIR/sensitivity.json, which `duplexeval report` shows. The run is verified
     first: a damaged run is refused (exit 2) unless --allow-damaged.
     """
-    from duplexeval.runs.sensitivity import Switch, moved, sensitivity as run_sensitivity, switch_summary
+    from duplexeval.reports.sensitivity import moved, switch_summary
+    from duplexeval.runs.sensitivity import Switch, sensitivity as run_sensitivity
 
     try:
         parsed = [Switch.parse(s) for s in switches]

@@ -16,7 +16,7 @@ import click
 def verify(run_dir: Path, cache_root: Path | None, no_secrets: bool) -> None:
     """Check a run folder: items against status.json, records and items against results.json, results
     against manifest.json, cited judge cache entries, and no secrets. Exit 1 when anything is damaged."""
-    from duplexeval.runs.verify import verify_run
+    from duplexeval.runfolder.verify import verify_run
 
     findings = verify_run(run_dir, cache_root=cache_root, secrets=not no_secrets)
     for f in findings:

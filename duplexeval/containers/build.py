@@ -4,6 +4,7 @@ The build context is staged, never the repository itself (its .venv, runs and ca
 stay out):
 
     Dockerfile           images/<id>/Dockerfile (takes ARG BASE)
+    install-wheels.sh    the install step every image shares (images/base/install-wheels.sh)
     images/<id>/         the image folder: shim, requirement files, README
     duplexeval/          the package source (the protocol, shared shim code, agents)
     wheels/              the wheelhouse (wheelhouse.py) + wheelhouse.json
@@ -26,12 +27,14 @@ from typing import Any, Callable
 from duplexeval.containers.engine import MANAGED_LABEL, MODEL_LABEL
 from duplexeval.containers.wheelhouse import MANIFEST, stage_wheelhouse
 from duplexeval.io import sha256_file, sha256_json
-from duplexeval.resources import package_dir
+from duplexeval.resources import package_dir, resource
 from duplexeval.specs.modelspec import LOCAL_BASE_IMAGE, ModelSpec
 
 CONTEXT_LABEL = "duplexeval.context"
 WHEELS_LABEL = "duplexeval.wheelhouse"
 BASE_LABEL = "duplexeval.base"
+# Written once for every image: venv + wheelhouse install, run by each Dockerfile's second step.
+INSTALL_SCRIPT = resource("images", "base", "install-wheels.sh")
 # _bundle: an installed wheel's copy of specs/images/... (duplexeval.resources), not package source.
 PACKAGE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "_bundle")
 
@@ -63,6 +66,7 @@ def stage_sources(spec: ModelSpec, dest: Path) -> None:
     # A folder outside the repository (a model author's checkout) is staged as images/<name>.
     rel = folder.relative_to(spec.home) if folder.is_relative_to(spec.home) else Path("images") / folder.name
     shutil.copyfile(folder / "Dockerfile", dest / "Dockerfile")
+    shutil.copyfile(INSTALL_SCRIPT, dest / INSTALL_SCRIPT.name)
     shutil.copytree(folder, dest / rel, ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
     shutil.copytree(package_dir(), dest / "duplexeval", ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
 

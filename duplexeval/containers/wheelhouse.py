@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from duplexeval.io import atomic_write_json, sha256_file, sha256_json
-from duplexeval.resources import bundle_root
+from duplexeval.resources import bundle_root, wheelhouse_root
 
 REPO_ROOT = bundle_root()  # a checkout, or an installed wheel's copy (duplexeval.resources)
 LOCK = REPO_ROOT / "requirements" / "lock.txt"
@@ -43,10 +43,6 @@ OWN_CONSTRAINTS = "constraints.txt"
 
 class WheelhouseError(RuntimeError):
     """pip could not download an image's requirements; the message has pip's last lines."""
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("DUPLEXEVAL_WHEELHOUSE", Path.home() / ".cache" / "duplexeval" / "wheelhouse"))
 
 
 def _read(path: Path) -> str:
@@ -79,7 +75,7 @@ def ensure_wheelhouse(image_dir: Path, *, lock: Path = LOCK, progress: Callable[
     """The cached wheelhouse folder of `image_dir`, downloading it once; complete or absent, never partial."""
     lock = constraints_for(image_dir, lock)
     key = wheelhouse_key(image_dir, lock)
-    folder = cache_root() / key[:24]
+    folder = wheelhouse_root() / key[:24]
     if (folder / MANIFEST).exists():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)

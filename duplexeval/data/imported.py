@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from duplexeval.data import sets, snapshot as snap
 from duplexeval.io import atomic_write_json, sha256_file
+from duplexeval.resources import data_root
 
 IMPORT_MANIFEST = "duplexeval-import.json"
 IMPORT_VERSION = 1
@@ -34,7 +35,7 @@ class ImportError_(snap.SnapshotError):
 
 
 def imported_root(name: str, root: Path | None = None) -> Path:
-    return (root if root is not None else sets.data_root()) / name / "imported"
+    return (root if root is not None else data_root()) / name / "imported"
 
 
 def ready(name: str, root: Path | None = None) -> Path | None:

@@ -18,12 +18,11 @@ URL sets are the MTR family's on-demand files (`duplexeval.benchmarks.mtr.datase
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from duplexeval.data import snapshot as snap
-from duplexeval.resources import cache_root
+from duplexeval.resources import data_root
 
 
 @dataclass(frozen=True)
@@ -46,14 +45,6 @@ DATASETS: dict[str, DataSet] = {
 
 class DataSetError(snap.SnapshotSpecError):
     """An unknown name, an unpinned revision or a conflicting one: exit 2 with what to do."""
-
-
-def data_root() -> Path:
-    """`$DUPLEXEVAL_DATA_CACHE`, else `$DUPLEXEVAL_CACHE/datasets` (default ./.cache/datasets), as the MTR sets."""
-    env = os.environ.get("DUPLEXEVAL_DATA_CACHE")
-    if env:
-        return Path(env).expanduser()
-    return cache_root() / "datasets"
 
 
 def data_set(name: str) -> DataSet:

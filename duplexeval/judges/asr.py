@@ -14,6 +14,7 @@ Backends (`duplexeval/judges/asr_backends/`), docs/judges.md has the full table:
                        (sha256-verified), int8 on CPU, word timestamps
   whisper-timestamped  MTR-DuplexBench's ASR (medium.en, the public code's settings); extra `paper-asr`
   qwen3-asr            Duplex-MPE's ASR (Qwen3-ASR-1.7B + Qwen3-ForcedAligner); .venv-qwen3 / harness image
+  parakeet-tdt         Full-Duplex-Bench's ASR (NeMo parakeet-tdt-0.6b-v2); .venv-parakeet / harness image
   stable-ts            stabilised Whisper timestamps; harness image (needs torchaudio)
   pocketsphinx         the weak fallback (ships its en-us model)
 
@@ -132,7 +133,7 @@ def transcribe(audio: np.ndarray, rate: int, asr: dict[str, Any] | None = None, 
         raise ValueError(f"transcribe expects mono audio, got shape {audio.shape}")
     audio_16k = resample(audio, rate, ASR_RATE)
     components = cache_components(audio_16k, spec)
-    store = ContentStore("asr", "transcript", cache_dir)
+    store = ContentStore.of("asr", cache_dir)
     if cache:
         hit = _from_store(store.get(components))
         if hit is not None:

@@ -7,8 +7,10 @@ index}. The model is in the key (lm-evaluation-harness once reported model B wit
 A's cached answers); timeouts, retries and concurrency are not (inspect_ai's rule:
 transport settings do not change what the model says).
 
-Each entry is one JSON file `<root>/<key[:2]>/<key>.json`, written atomically (temp +
-rename), holding the components next to the provider's raw answer, so
+Each entry is one JSON file `<root>/<key[:2]>/<key>.json` of the shared content store
+(duplexeval/store.py, `ContentStore("judges", "response")`: the same layout, keying and
+checks as the ASR, VAD and TTS caches), written atomically (temp + rename), holding the
+components next to the provider's raw answer, so
 * a miss can be explained (which component differs from the nearest stored entry), and
 * `verify` can recompute every key and check the answer's own hash.
 A corrupt entry is never returned as a verdict: reads treat it as a miss (in replay, as a
@@ -17,14 +19,17 @@ hard error). Errors (timeouts, 5xx, exhausted retries) are never stored - only a
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
-from duplexeval.io import atomic_write_json, sha256_json
+from duplexeval.io import sha256_json
 from duplexeval.resources import cache_root
+from duplexeval.store import ContentStore, CorruptEntry, Problem, describe_components
+
+__all__ = ["CACHE_SCHEMA_VERSION", "MODES", "TRANSPORT_FIELDS", "CacheEntry", "CacheMiss", "CorruptEntry", "JudgeCache",
+           "Mode", "Problem", "cache_key", "default_cache_root", "describe_components", "key_components"]
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +43,6 @@ TRANSPORT_FIELDS = frozenset({"timeout", "timeout_s", "max_retries", "retries", 
 
 class CacheMiss(LookupError):
     """A replay-mode lookup found no usable entry; the message names the key and why."""
-
-
-class CorruptEntry(ValueError):
-    """A cache file that cannot be trusted (unreadable, or its hashes do not match)."""
 
 
 def default_cache_root() -> Path:
@@ -80,12 +81,6 @@ class CacheEntry:
     path: Path
 
 
-@dataclass(frozen=True)
-class Problem:
-    path: Path
-    problem: str
-
-
 class JudgeCache:
     """Judge verdict cache in one of five modes.
 
@@ -99,6 +94,7 @@ class JudgeCache:
             raise ValueError(f"unknown judge cache mode {mode!r}; choose one of {', '.join(MODES)}")
         self.root = Path(root) if root is not None else default_cache_root()
         self.mode = mode
+        self.store = ContentStore.of("judges", self.root)
 
     @property
     def reads(self) -> bool:
@@ -113,13 +109,13 @@ class JudgeCache:
         return self.mode == "replay"
 
     def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+        return self.store.path(key)
 
     # -- reading ---------------------------------------------------------------------------
 
     def load(self, key: str) -> CacheEntry:
         """The entry stored under `key`; FileNotFoundError if absent, CorruptEntry if bad."""
-        return load_entry(self.path(key), expected_key=key)
+        return _checked(self.store, key)
 
     def get(self, key: str, components: dict[str, Any]) -> CacheEntry | None:
         """A trustworthy hit, or None (replay: CacheMiss instead of None)."""
@@ -146,36 +142,26 @@ class JudgeCache:
             return
         if cache_key(components) != key:
             raise ValueError("refusing to store an entry whose key does not match its components")
-        atomic_write_json(self.path(key), {
-            "cache_schema": CACHE_SCHEMA_VERSION,
-            "key": key,
-            "components": components,
-            "response": response,
-            "response_sha256": sha256_json(response),
-            "meta": meta or {},
-        })
+        self.store.put(components, response, cache_schema=CACHE_SCHEMA_VERSION,
+                       response_sha256=sha256_json(response), meta=meta or {})
 
     # -- inspection ------------------------------------------------------------------------
 
     def entry_paths(self) -> Iterator[Path]:
-        if not self.root.exists():
-            return iter(())
-        return iter(sorted(p for p in self.root.glob("*/*.json") if not p.name.startswith(".")))
+        return self.store.entry_paths()
 
     def entries(self) -> Iterator[CacheEntry | Problem]:
         for path in self.entry_paths():
             try:
-                yield load_entry(path, expected_key=path.stem)
+                yield _checked(self.store, path.stem)
             except (CorruptEntry, OSError) as exc:
                 yield Problem(path, str(exc))
 
     def verify(self) -> list[Problem]:
-        """Recomputes every key and answer hash; returns the entries that fail."""
+        """Recomputes every key and answer hash; returns the entries that fail (and temp files a
+        writer that died mid-write left: harmless but worth reporting)."""
         problems = [e for e in self.entries() if isinstance(e, Problem)]
-        # Leftover temp files mean a writer died mid-write; harmless but worth reporting.
-        if self.root.exists():
-            problems += [Problem(p, "leftover temporary file") for p in sorted(self.root.glob("*/.*.tmp"))]
-        return problems
+        return problems + [p for p in self.store.verify() if p.problem == "leftover temporary file"]
 
     def explain(self, key: str) -> str:
         """The components behind a stored key, readable."""
@@ -189,58 +175,20 @@ class JudgeCache:
 
     def explain_miss(self, components: dict[str, Any]) -> str:
         """Which components differ from the closest stored entry (a miss explained)."""
-        best: tuple[int, CacheEntry] | None = None
-        for entry in self.entries():
-            if isinstance(entry, Problem):
-                continue
-            diff = _differing(components, entry.components)
-            if best is None or len(diff) < best[0]:
-                best = (len(diff), entry)
-        if best is None:
-            return "the cache holds no entries. Wanted:\n" + describe_components(components)
-        diff = _differing(components, best[1].components)
-        return (f"nearest stored entry {best[1].key} differs in: {', '.join(diff)}. Wanted:\n"
-                + describe_components(components))
+        return self.store.explain_miss(components)
 
 
-def _differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    return sorted(k for k in set(a) | set(b) if sha256_json(a.get(k)) != sha256_json(b.get(k)))
-
-
-def describe_components(components: dict[str, Any]) -> str:
-    lines = []
-    for name, value in components.items():
-        if name == "messages":
-            text = f"{len(value)} messages, sha256 {sha256_json(value)[:16]}"
-        else:
-            text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-        lines.append(f"  {name}: {text}")
-    return "\n".join(lines)
-
-
-def load_entry(path: Path, *, expected_key: str) -> CacheEntry:
-    """Reads and checks one entry file: a bad file raises CorruptEntry, never returns."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptEntry(f"{path}: unreadable ({exc})") from None
-    if not isinstance(data, dict):
-        raise CorruptEntry(f"{path}: not a JSON object")
-    try:
-        key, components, response = data["key"], data["components"], data["response"]
-        stored_response_hash, meta = data["response_sha256"], data.get("meta", {})
-    except KeyError as exc:
-        raise CorruptEntry(f"{path}: missing field {exc}") from None
+def _checked(store: ContentStore, key: str) -> CacheEntry:
+    """The store's checks (key, components, file name), then the judge's own: the schema version
+    and the stored answer against its sha256. A bad file raises CorruptEntry, never returns."""
+    path = store.path(key)
+    data = store.read(key)
+    response, meta = data["response"], data.get("meta", {})
+    if "response_sha256" not in data:
+        raise CorruptEntry(f"{path}: missing field 'response_sha256'")
     if data.get("cache_schema") != CACHE_SCHEMA_VERSION:
         raise CorruptEntry(f"{path}: cache schema {data.get('cache_schema')!r}, expected {CACHE_SCHEMA_VERSION}")
-    if key != expected_key:
-        raise CorruptEntry(f"{path}: stored key {key} does not match its file name {expected_key}")
-    if not isinstance(components, dict) or cache_key(components) != key:
-        raise CorruptEntry(f"{path}: key does not match its components (recomputed "
-                           f"{cache_key(components) if isinstance(components, dict) else 'n/a'})")
     if not isinstance(response, dict) or not isinstance(response.get("text"), str) \
-            or sha256_json(response) != stored_response_hash:
+            or sha256_json(response) != data["response_sha256"]:
         raise CorruptEntry(f"{path}: the stored answer does not match its sha256")
-    return CacheEntry(key, components, response, meta if isinstance(meta, dict) else {}, path)
+    return CacheEntry(key, data["components"], response, meta if isinstance(meta, dict) else {}, path)

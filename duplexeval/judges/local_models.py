@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.io import sha256_json
+from duplexeval.resources import weights_root
 from duplexeval.specs.local_models import LOCAL_TASKS, find_spec, is_local_path, local_specs  # noqa: F401  (public here)
 
 FILES_FOLDER = "files"  # file weights live in <cache>/<spec id>/files/
@@ -103,7 +104,7 @@ def spec_weights(spec: Any) -> LocalWeights:
     files = block.get("files") or []
     if not files:
         raise MissingWeightsError(f"spec {spec_id}: weights pin no files")
-    folder = w.cache_root() / spec_id / FILES_FOLDER
+    folder = weights_root() / spec_id / FILES_FOLDER
     problems, hashes = [], {}
     for entry in files:
         path = folder / entry["path"]

@@ -10,8 +10,8 @@ backchannel-lexicon  backchannel iff every phrase is in the lexicon and the word
                      MPE App. A3.3); speech with an empty transcript fails (MPE Table 10)
 refusal-phrases      AdvBench-style refusal prefixes/phrases (MTR safety)
 addressee-rule       text-only MPE reference: respond iff Aria is named or a cue points at her
-quality-heuristic    MTR dialogue quality 0-5 in 0.5 steps from length, relevance and
-                     repetition: a documented heuristic, not a quality judgement
+quality-heuristic    MTR dialogue quality 0-5 in 0.5 steps (param score_step) from length,
+                     relevance and repetition: a documented heuristic, not a quality judgement
 vad-turns            MTR turn segmentation: user VAD segments merged across short gaps
 """
 
@@ -202,7 +202,8 @@ class OfflineJudge:
         length_ok = 1.0 if 4 <= len(said) <= 80 else 0.5 if len(said) >= 2 else 0.0
         distinct = len(set(said)) / len(said)
         score = 1.0 + 2.0 * relevance + length_ok + (1.0 if distinct >= 0.5 else distinct * 2)
-        score = round(min(max(score, 0.0), 5.0) * 2) / 2
+        step = float(self.params.get("score_step", 0.5))
+        score = round(round(min(max(score, 0.0), 5.0) / step) * step, 6)
         return score, (f"heuristic: relevance {relevance:.2f}, {len(said)} words, distinct-word share "
                        f"{distinct:.2f}")
 

@@ -355,20 +355,23 @@ def _recent_snapshot(audio_16k: np.ndarray) -> _Snapshot | None:
 def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_THRESHOLD,
                     min_speech_ms: float = MPE_MIN_SPEECH_MS, merge_gap_ms: float = MPE_MERGE_GAP_MS,
                     mode: Literal["causal", "offline"] = "causal",
-                    hysteresis: float = HYSTERESIS) -> list[tuple[float, float]]:
+                    hysteresis: float = HYSTERESIS, speech_pad_ms: int = 0) -> list[tuple[float, float]]:
     """Speech episodes (start_s, end_s) of mono `audio` at `rate`.
 
     causal: frame-by-frame probabilities with the model's state, the MPE rules
     (drop < min_speech, then merge gaps < merge_gap) - the Duplex-MPE scorer.
     offline: Silero's reference segmentation (`get_speech_timestamps_from_probs`, told
-    sampling_rate=16000, no padding) with min_speech / min_silence = merge_gap - what a
-    plain Silero user (MTR-DuplexBench's segmentation) gets.
+    sampling_rate=16000) with min_speech / min_silence = merge_gap - what a plain Silero
+    user (MTR-DuplexBench's segmentation) gets; no padding unless `speech_pad_ms` (offline
+    only) asks for Silero's own (Full-Duplex-Bench's backchannel rule keeps its default 30 ms).
     """
     audio = np.asarray(audio, dtype=np.float32)
     if audio.ndim != 1:
         raise ValueError(f"detect_episodes expects mono audio, got shape {audio.shape}")
     audio_16k = resample(audio, rate, VAD_RATE)
     if mode == "causal":
+        if speech_pad_ms:
+            raise ValueError("speech_pad_ms applies to the offline mode only")
         vad = StreamingVAD(threshold=threshold, min_speech_ms=min_speech_ms, merge_gap_ms=merge_gap_ms,
                            hysteresis=hysteresis, remember=False)
         seen = _recent_snapshot(audio_16k)
@@ -386,7 +389,7 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
             list(map(float, probs)), sampling_rate=VAD_RATE, threshold=threshold,
             neg_threshold=max(threshold - hysteresis, 0.01),
             min_speech_duration_ms=int(min_speech_ms), min_silence_duration_ms=int(merge_gap_ms),
-            speech_pad_ms=0, return_seconds=False, audio_length_samples=len(audio_16k))
+            speech_pad_ms=int(speech_pad_ms), return_seconds=False, audio_length_samples=len(audio_16k))
         return [(round(s["start"] / VAD_RATE, 6), round(s["end"] / VAD_RATE, 6)) for s in stamps]
     raise ValueError(f"unknown VAD mode {mode!r}; use 'causal' or 'offline'")
 

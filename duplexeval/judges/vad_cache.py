@@ -26,7 +26,7 @@ EPISODES_CACHE_VERSION = 1
 
 def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speech_ms: float, merge_gap_ms: float,
                     mode: Literal["causal", "offline"], hysteresis: float, scorer: str, cache: bool = True,
-                    cache_dir: Path | None = None) -> list[tuple[float, float]]:
+                    cache_dir: Path | None = None, speech_pad_ms: int = 0) -> list[tuple[float, float]]:
     """detect_episodes, cached on disk by content under `$DUPLEXEVAL_CACHE/vad`.
 
     The key is the samples and everything the episodes depend on (the rules, the mode, the
@@ -37,10 +37,12 @@ def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speec
     """
     params: dict[str, Any] = {"threshold": float(threshold), "min_speech_ms": float(min_speech_ms),
                               "merge_gap_ms": float(merge_gap_ms), "mode": mode, "hysteresis": float(hysteresis)}
+    if speech_pad_ms:  # only when asked, so every existing key stays as it was
+        params["speech_pad_ms"] = int(speech_pad_ms)
     samples = np.ascontiguousarray(audio, dtype="<f4").reshape(-1)
     components = {"v": EPISODES_CACHE_VERSION, "scorer": scorer, "audio_sha256": sha256_bytes(samples.tobytes()),
                   "rate": int(rate), "params": params, "versions": _vad_versions()}
-    store = ContentStore("vad", "episodes", cache_dir)
+    store = ContentStore.of("vad", cache_dir)
     if cache:
         hit = store.get(components)
         if hit is not None:
@@ -50,7 +52,8 @@ def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speec
                 log.warning("ignoring a VAD cache entry that holds no episodes (%s); running the VAD again", exc)
     episodes = [(float(s), float(e)) for s, e in vad.detect_episodes(
         audio, rate, threshold=params["threshold"], min_speech_ms=params["min_speech_ms"],
-        merge_gap_ms=params["merge_gap_ms"], mode=mode, hysteresis=params["hysteresis"])]
+        merge_gap_ms=params["merge_gap_ms"], mode=mode, hysteresis=params["hysteresis"],
+        speech_pad_ms=int(speech_pad_ms))]
     if cache:
         store.put(components, [list(e) for e in episodes])
     return episodes

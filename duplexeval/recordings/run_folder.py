@@ -98,7 +98,7 @@ def record_in_manifest(run_dir: Path, *, run_id: str, suite: str | None, bench: 
                        model: str, layout: str, layout_version: int, source_dir: Path, files: dict[str, str],
                        cache_mode: str) -> None:
     """Adds this import (job + source) to the run's manifest, creating it for a new run."""
-    from duplexeval.runs.manifest import git_state, package_versions
+    from duplexeval.runfolder.manifest import git_state, package_versions
     from duplexeval.specs.readings import reading_values
 
     path = run_dir / "manifest.json"

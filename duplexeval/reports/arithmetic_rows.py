@@ -16,7 +16,7 @@ published value, what the arithmetic gives, and a status:
 
 Inputs are the golden files themselves, so editing a golden count re-runs the arithmetic.
 This module holds the row and its builders; each family re-derives its own paper's
-numbers (`Benchmark.paper_arithmetic`, e.g. duplexeval/benchmarks/mpe/paper_arithmetic.py)
+numbers (`Benchmark.paper_arithmetic`, in the family's own package)
 and reports/paper_arithmetic.py gathers them.
 """
 

@@ -20,7 +20,8 @@ from typing import Any, Callable
 from markupsafe import Markup
 
 from duplexeval.reports import charts
-from duplexeval.reports.run_dir import ResultFile, RunDir, item_dirs, read_events, read_records
+from duplexeval.reports.sections import Families, FamilyReport, family_of
+from duplexeval.runfolder.run_dir import ResultFile, RunDir, item_dirs, read_events, read_records
 
 SCRIPT = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
 MAX_RECORDS = 20000          # per report; beyond this the browser says how many it left out
@@ -46,13 +47,15 @@ def _clip(value: Any) -> str | None:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " …"
 
 
-def record_span(rec: dict[str, Any], item_window: list[float] | None = None) -> list[float] | None:
-    """A record's window in seconds: `window`, start/end spellings, a response window in its
-    reason ("... window [2.30, 10.00]"), else the item's window its family gives
-    (`Benchmark.report_item`), else its anchor (a zero-width mark)."""
+def record_span(rec: dict[str, Any], item_window: list[float] | None = None,
+                family: FamilyReport | None = None) -> list[float] | None:
+    """A record's window in seconds: `window`, start/end spellings, the family's own spelling
+    (`Benchmark.record_span`), a response window in its reason ("... window [2.30, 10.00]"),
+    else the item's window its family gives (`Benchmark.report_item`), else its anchor (a
+    zero-width mark)."""
     span = charts.span(rec)
-    if span is None and rec.get("metric") == "stop" and isinstance(rec.get("n4r_start"), (int, float)):
-        span = (float(rec["n4r_start"]), float(rec.get("n4r_end") or rec["n4r_start"]))
+    if span is None and family is not None:
+        span = family.record_span(rec)
     if span is None and isinstance(rec.get("reason"), str) and (m := _BRACKET.search(rec["reason"])):
         span = (float(m.group(1)), float(m.group(2)))
     if span is None and item_window:
@@ -66,23 +69,23 @@ def _verdict(passed: Any) -> str:
     return {True: "pass", False: "fail"}.get(passed, "excluded")
 
 
-def _family_items(result: ResultFile) -> Callable[[str], dict[str, Any] | None]:
+def _family_items(result: ResultFile, families: Families) -> Callable[[str], dict[str, Any] | None]:
     """The family's item view (`Benchmark.report_item`) for this result's folder; nothing when it has none."""
-    from duplexeval.benchmarks.registry import plugins
-    from duplexeval.reports.sections import family_of
-
-    plugin = plugins().get(family_of(result))
+    plugin = families.get(family_of(result))
     if plugin is None:
         return lambda item_id: None
     return lambda item_id: plugin.report_item(result.folder, item_id)
 
 
-def browser_data(run: RunDir, max_records: int = MAX_RECORDS) -> dict[str, Any]:
+def browser_data(run: RunDir, families: Families, max_records: int = MAX_RECORDS) -> dict[str, Any]:
+    """Every scored record of the run (at most `max_records`) and each item's timeline;
+    `families` (name -> plug-in) give the items their family draws itself."""
     records: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}
     total = 0
     for result in run.results:
-        family_item = _family_items(result)
+        family_item = _family_items(result, families)
+        family = families.get(family_of(result))
         recs = read_records(result)
         total += len(recs)
         dirs = {d.name: d for d in item_dirs(result)}
@@ -100,7 +103,8 @@ def browser_data(run: RunDir, max_records: int = MAX_RECORDS) -> dict[str, Any]:
                 "audio": run.relative(wav).replace("\\", "/") if wav is not None and wav.is_file() else None,
                 "turns": [{"start": round(t["start"], 3), "end": round(t["end"], 3), "speaker": t.get("speaker"),
                            "label": t.get("label"), "text": _clip(t.get("text"))} for t in turns],
-                "episodes": [[round(s, 3), round(e, 3)] for s, e in charts.speech_episodes(events, mine)],
+                "episodes": [[round(s, 3), round(e, 3)] for s, e in charts.speech_episodes(
+                    events, mine, family.record_speech if family is not None else None)],
             }
             for rec in mine:
                 if len(records) >= max_records:
@@ -113,7 +117,7 @@ def browser_data(run: RunDir, max_records: int = MAX_RECORDS) -> dict[str, Any]:
                     "reason": _clip(rec.get("reason")), "transcript": _clip(rec.get("transcript")),
                     "judge": rec.get("judge_id") or rec.get("judge") or rec.get("judge_label"),
                     "judge_reason": _clip(rec.get("judge_reason")),
-                    "span": record_span(rec, extra.get("window")),
+                    "span": record_span(rec, extra.get("window"), family),
                 })
     for i, rec in enumerate(records):
         rec["i"] = i

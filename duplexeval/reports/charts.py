@@ -9,7 +9,7 @@ byte-identical across reruns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -58,7 +58,7 @@ def span(row: dict[str, Any]) -> tuple[float, float] | None:
         return float(w[0]), float(w[1])
     if isinstance(w, dict) and "start" in w and "end" in w:
         return float(w["start"]), float(w["end"])
-    for a, b in (("start", "end"), ("t0", "t1"), ("window_start", "window_end"), ("n4r_start", "n4r_end")):
+    for a, b in (("start", "end"), ("t0", "t1"), ("window_start", "window_end")):
         if isinstance(row.get(a), (int, float)) and isinstance(row.get(b), (int, float)):
             return float(row[a]), float(row[b])
     return None
@@ -83,8 +83,11 @@ def scene_turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(turns, key=lambda x: x["start"])
 
 
-def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """The model's speech episodes: from events (onset/offset) or records' `episodes`."""
+def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]],
+                    judged: Callable[[dict[str, Any]], list[tuple[float, float]]] | None = None,
+                    ) -> list[tuple[float, float]]:
+    """The model's speech episodes: from events (onset/offset), records' `episodes` / `speech`,
+    and what `judged` (the family's `record_speech`) reads from a record in its own spelling."""
     out: list[tuple[float, float]] = []
     start = None
     for e in events:
@@ -96,10 +99,10 @@ def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]])
         elif e.get("type") == "episode" and span(e):
             out.append(span(e))
     for r in records:
-        # Scoring records carry the speech they judged: a Shush window's `speech`, an
-        # Answer's response episode as its `window`.
-        if r.get("metric") == "answer" and span(r):
-            out.append(span(r))
+        # Scoring records carry the speech they judged: a window's `speech`, or a spelling
+        # of the family's own (`judged`).
+        if judged is not None:
+            out.extend((float(s), float(e)) for s, e in judged(r))
         for ep in (r.get("episodes") or []) + (r.get("speech") or []):
             if isinstance(ep, (list, tuple)) and len(ep) == 2:
                 out.append((float(ep[0]), float(ep[1])))
@@ -110,7 +113,7 @@ def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]])
 
 def passed(row: dict[str, Any]) -> bool | None:
     if isinstance(row.get("passed"), bool) or ("passed" in row and row["passed"] is None):
-        return row["passed"]  # None: excluded (e.g. a Stop event that was not eligible)
+        return row["passed"]  # None: excluded (e.g. an event that was not eligible)
     outcome = row.get("outcome", row.get("verdict", row.get("pass")))
     if isinstance(outcome, bool):
         return outcome

@@ -14,8 +14,8 @@ Two more failures keep a partial run from passing as a reproduction (issue 13):
 - `incomplete`: the results.json says `complete: false` (items that errored, were damaged
   or never finished; their units are `error`s in every denominator). A number from such
   a run is not called a match unless asked (`allow_incomplete`, `compare --allow-incomplete`);
-- `denominator mismatch`: a golden cell that states its denominator (2,000 T turns,
-  20,360 silence windows, a model's eligible Stop events, an MTR set size) is checked
+- `denominator mismatch`: a golden cell that states its denominator (a count of turns,
+  of windows, of a model's eligible events, a data set's size) is checked
   against the run's denominator as well as its value: a matching rate over fewer units
   is not the paper's number.
 
@@ -32,7 +32,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from duplexeval.reports.golden import Golden, GoldenCell, format_number
-from duplexeval.reports.run_dir import RunDir, find_results, read_field
+from duplexeval.runfolder.run_dir import RunDir, find_results, read_field
 
 OK = "ok"
 OUT = "out of tolerance"

@@ -39,7 +39,7 @@ def latex_escape(value: Any) -> str:
 
 
 # pdflatex with inputenc/T1 typesets Latin scripts and common punctuation; anything else
-# (the MTR paper's Chinese quotes, emoji in a transcript) would stop compilation, so it
+# (a paper's Chinese quotes, emoji in a transcript) would stop compilation, so it
 # is shown as its code point: still traceable, never a LaTeX error.
 _UNTYPESETTABLE_RE = re.compile("[^\x00-\u024f\u2013\u2014\u2018\u2019\u201c\u201d\u2026\u2212\u00d7]")
 

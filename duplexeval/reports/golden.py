@@ -108,6 +108,20 @@ class Golden:
             raise KeyError(f"{cell_id} has no value (bounds or text cell)")
         return cell.value
 
+    def bound(self, cell_id: str, side: str) -> float:
+        """A bounds cell's `min` or `max` (KeyError naming the cell when it has none)."""
+        bounds = self.by_id[cell_id].bounds
+        if bounds is None or side not in bounds:
+            raise KeyError(f"{cell_id} has no {side} bound")
+        return bounds[side]
+
+    def numerators(self, cell_id: str) -> tuple[int, int]:
+        """The integer numerators a printed rate allows (`numerator_range`; KeyError when not given)."""
+        rng = self.by_id[cell_id].numerator_range
+        if rng is None:
+            raise KeyError(f"{cell_id} has no numerator_range")
+        return rng
+
 
 def format_number(x: float | int | None, decimals: int | None = None) -> str:
     if x is None:
@@ -123,7 +137,7 @@ def load_golden(path: str | Path) -> Golden:
     """Load and validate one golden file; raises SpecErrors naming file:line:field.
 
     Parsed files are cached by (path, content hash): the pure-Python line-tracking YAML
-    reader takes ~0.2 s for the MPE file, and compare, paper-check and report each read
+    reader takes ~0.2 s for the largest golden file, and compare, paper-check and report each read
     it. The hash, not the mtime, keys the cache: two edits within one timestamp tick
     must not return the first edit's numbers.
     """

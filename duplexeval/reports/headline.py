@@ -1,7 +1,7 @@
 """Which metrics a report's summary tables show for a dimension: the spec's `report.headline`.
 
-Picking by sorting metric names showed MTR's `error` count as the headline of dialogue
-quality and safety (issue 25), hiding the score and the refusal rate. The spec says which
+Picking by sorting metric names showed an `error` count as the headline of two
+dimensions (issue 25), hiding the score and the refusal rate. The spec says which
 metrics matter; the report follows it.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from duplexeval.reports.run_dir import ResultFile
+from duplexeval.runfolder.run_dir import ResultFile
 
 SPEC_SNAPSHOT = "benchmark.json"  # the resolved benchmark spec the run wrote beside its results
 

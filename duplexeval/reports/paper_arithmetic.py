@@ -1,5 +1,6 @@
 """The paper arithmetic of every family (`Benchmark.paper_arithmetic`), gathered for
-`paper-check`, `reproduce` and the report. The statuses, the row and its builders live in
+`paper-check`, `reproduce` and the report. The caller hands in the families (name -> plug-in,
+from the plug-in registry), so reports/ never looks one up. The statuses, the row and its builders live in
 duplexeval/reports/arithmetic_rows.py (re-exported here: this module's API is unchanged).
 """
 
@@ -26,13 +27,12 @@ from duplexeval.reports.arithmetic_rows import (  # noqa: F401  (re-exported API
     not_reproducible,
 )
 from duplexeval.reports.golden import Golden, format_number, golden_dir, golden_files, load_golden
+from duplexeval.reports.sections import Families
 
 
-def paper_arithmetic(*goldens: Golden) -> list[ArithmeticRow]:
+def paper_arithmetic(families: Families, *goldens: Golden) -> list[ArithmeticRow]:
     """Every family's arithmetic rows, families in name order. Golden files default to golden/
     (each by its paper id); a given file replaces the default of its paper."""
-    from duplexeval.benchmarks.registry import plugins
-
     papers: dict[str, Golden] = {}
     for path in golden_files():
         g = load_golden(path)
@@ -41,7 +41,7 @@ def paper_arithmetic(*goldens: Golden) -> list[ArithmeticRow]:
         if g is not None:
             papers[str(g.paper.get("id"))] = g
     rows: list[ArithmeticRow] = []
-    for _, plugin in sorted(plugins().items()):
+    for _, plugin in sorted(families.items()):
         rows += plugin.paper_arithmetic(papers)
     return rows
 
@@ -71,9 +71,8 @@ def summary(rows: list[ArithmeticRow]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def default_golden_paths() -> tuple[Path, ...]:
-    """The golden files of the papers whose arithmetic `paper-check` re-derives, in family order."""
-    from duplexeval.benchmarks.registry import plugins
-
-    return tuple(golden_dir() / name for _, plugin in sorted(plugins().items())
+def default_golden_paths(families: Families) -> tuple[Path, ...]:
+    """The golden files of the papers whose arithmetic `paper-check` re-derives (each family's
+    `paper_golden_files`), in family order."""
+    return tuple(golden_dir() / name for _, plugin in sorted(families.items())
                  for name in getattr(plugin, "paper_golden_files", ()))

@@ -22,7 +22,7 @@ from typing import Any
 
 from duplexeval.reports.compare import _statistics_value
 from duplexeval.reports.golden import Golden, GoldenCell
-from duplexeval.reports.run_dir import ResultFile, RunDir, read_field
+from duplexeval.runfolder.run_dir import ResultFile, RunDir, read_field
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ class Column:
 class PaperTable:
     """A published table: where its cells are in the golden file, and its columns."""
 
-    id: str                    # HTML id, e.g. "paper-mpe-t3"
-    title: str                 # e.g. "Duplex-MPE Table 3"
+    id: str                    # HTML id, e.g. "paper-<paper>-t3"
+    title: str                 # e.g. "<paper> Table 3"
     paper: str                 # the golden file's paper id
     tables: tuple[str, ...]    # golden `table:` values that belong to it
     columns: tuple[Column, ...]

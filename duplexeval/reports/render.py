@@ -34,12 +34,12 @@ from duplexeval.reports.formatting import (  # noqa: F401  (latex_escape, LatexS
     latex_rate,
 )
 from duplexeval.reports.golden import Golden, golden_files, load_golden
-from duplexeval.reports.incomplete import marked, run_incomplete
 from duplexeval.reports.paper_arithmetic import ArithmeticRow, paper_arithmetic, summary as arithmetic_summary
 from duplexeval.reports.paper_tables import is_reference_agent
 from duplexeval.reports.published import Published
-from duplexeval.reports.run_dir import ResultFile, RunDir, load_run
-from duplexeval.reports.sections import ReportSection, SectionInputs, by_family, generic_section
+from duplexeval.reports.sections import Families, ReportSection, SectionInputs, by_family, generic_section
+from duplexeval.runfolder.incomplete import marked, run_incomplete
+from duplexeval.runfolder.run_dir import ResultFile, RunDir, load_run
 from duplexeval.specs.readings import readings_by_benchmark
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -83,6 +83,7 @@ class GoldenDiff:
 @dataclass
 class ReportInputs:
     run: RunDir
+    families: Families   # family name -> its plug-in (the commands pass the plug-in registry's)
     goldens: list[Golden] = field(default_factory=list)
     arithmetic: list[ArithmeticRow] | None = None
     item: str | None = None
@@ -163,9 +164,7 @@ def paper_goldens() -> dict[str, Golden]:
 
 def family_sections(inputs: ReportInputs, published: Published) -> list[ReportSection]:
     """Each family's sections, from its plug-in (the generic table when it has none), families in name order."""
-    from duplexeval.benchmarks.registry import plugins
-
-    known = plugins()
+    known = inputs.families
     papers = paper_goldens()
     out: list[ReportSection] = []
     for family, results in by_family(inputs.run.results).items():
@@ -197,7 +196,7 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
         "reference_agents": sorted({r.model for r in results if is_reference_agent(r.model, run)}),
         "incomplete": run_incomplete(results),
         "damaged": list(inputs.damaged),
-        "browser": browser.browser_data(run),
+        "browser": browser.browser_data(run, inputs.families),
         "diffs": diffs,
         "arithmetic": arithmetic,
         "arithmetic_summary": arithmetic_summary(arithmetic),
@@ -206,7 +205,7 @@ def build_context(inputs: ReportInputs) -> dict[str, Any]:
 
 def sensitivity_context(root: Path, max_rows: int = 300) -> dict[str, Any] | None:
     """sensitivity.json as the report shows it: one line per switch, then the moved metrics."""
-    from duplexeval.runs import sensitivity
+    from duplexeval.reports import sensitivity
 
     data = sensitivity.load(root)
     if data is None:
@@ -247,18 +246,20 @@ def render_latex(context: dict[str, Any]) -> str:
     return latex_env().get_template("tables.tex.j2").render(**{**context, "sections": sections})
 
 
-def write_report(run_dir: str | Path, *, formats: Iterable[str] = FORMATS, golden_paths: Iterable[str | Path] = (),
+def write_report(run_dir: str | Path, *, families: Families, formats: Iterable[str] = FORMATS, golden_paths: Iterable[str | Path] = (),
                  with_arithmetic: bool = True, item: str | None = None, out_dir: str | Path | None = None,
                  aliases: dict[str, str] | None = None, strict: bool = False,
                  damaged: Iterable[str] = ()) -> dict[str, Path]:
-    """Write report.html / report.tex (atomically) and return {format: path}."""
+    """Write report.html / report.tex (atomically) and return {format: path}. `families` (family
+    name -> plug-in, e.g. `duplexeval.benchmarks.plugins()`) present their own sections and
+    paper arithmetic; a family not in it gets the generic table."""
     formats = list(formats)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ValueError(f"unknown report format(s) {unknown}; choose from {', '.join(FORMATS)}")
     run = load_run(run_dir)
-    inputs = ReportInputs(run=run, goldens=[load_golden(p) for p in golden_paths],
-                          arithmetic=paper_arithmetic() if with_arithmetic else None, item=item,
+    inputs = ReportInputs(run=run, families=families, goldens=[load_golden(p) for p in golden_paths],
+                          arithmetic=paper_arithmetic(families) if with_arithmetic else None, item=item,
                           aliases=aliases or {}, strict=strict, damaged=list(damaged))
     context = build_context(inputs)
     out = Path(out_dir) if out_dir else run.root

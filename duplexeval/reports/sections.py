@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Protocol
 
+from duplexeval.reports.arithmetic_rows import ArithmeticRow
 from duplexeval.reports.golden import Golden
-from duplexeval.reports.incomplete import marked
 from duplexeval.reports.published import Published
-from duplexeval.reports.run_dir import ResultFile, RunDir
+from duplexeval.runfolder.incomplete import marked
+from duplexeval.runfolder.run_dir import ResultFile, RunDir
 
 TEMPLATES = Path(__file__).parent / "templates"
 SLOTS = ("headline.html", "charts.html", "details.html", "headline.tex", "details.tex")
@@ -54,6 +55,25 @@ class ReportSection:
     template_dir: Path = TEMPLATES
     templates: dict[str, str] = field(default_factory=dict)
     filters: dict[str, dict[str, Any]] = field(default_factory=dict)   # ".html"/".tex" -> extra Jinja filters
+
+
+class FamilyReport(Protocol):
+    """What the report asks of a benchmark family (`duplexeval.benchmarks.Benchmark` has these
+    hooks). The report is handed the families by its caller (`families`: family name -> plug-in,
+    the plug-in registry in the commands), so reports/ never looks a family up itself."""
+
+    def report_sections(self, inputs: SectionInputs) -> list[ReportSection] | None: ...
+
+    def report_item(self, bench_dir: Path, item_id: str) -> dict[str, Any] | None: ...
+
+    def record_span(self, record: dict[str, Any]) -> tuple[float, float] | None: ...
+
+    def record_speech(self, record: dict[str, Any]) -> list[tuple[float, float]]: ...
+
+    def paper_arithmetic(self, papers: dict[str, Golden]) -> list[ArithmeticRow]: ...
+
+
+Families = Mapping[str, FamilyReport]
 
 
 def family_of(result: ResultFile) -> str:

@@ -61,7 +61,7 @@ def model_price(model_data: dict[str, Any], override: float | None) -> float | N
 
 
 def estimate_jobs(jobs: Iterable[Any], clock: str, limit: int | None, price: float | None) -> list[JobEstimate]:
-    """One estimate per job (`duplexeval.runs.plan.Job`)."""
+    """One estimate per job (`duplexeval.runfolder.plan.Job`)."""
     from duplexeval.benchmarks.mtr.items import context_mode
 
     out = []
@@ -105,7 +105,7 @@ def plan_for_estimate(registry: Any, suite_id: str, models: list[str] | None, be
     """The jobs a run would plan. A model outside the suite (`--models gpt-realtime` on paper-mpe)
     is paired with every benchmark of the suite, and a model without the suite's clock is
     estimated on its own, so a bill can be read before the model is added to a suite."""
-    from duplexeval.runs.plan import plan_suite
+    from duplexeval.runfolder.plan import plan_suite
 
     if not models:
         return plan_suite(registry, suite_id, None, benchmarks, clock=clock)

@@ -18,8 +18,8 @@ from typing import Any, Callable
 from duplexeval.benchmarks import benchmark_for
 from duplexeval.executors.base import CannotRun, JobPlan
 from duplexeval.io import atomic_write_json
-from duplexeval.runs.plan import Job
-from duplexeval.runs.verify import seal_manifest
+from duplexeval.runfolder.plan import Job
+from duplexeval.runfolder.verify import seal_manifest
 
 Progress = Callable[[str], None]
 

@@ -16,7 +16,6 @@ so a write replaces the link and never the run's file). Results land in
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -27,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.judges.cache import CacheMiss
+from duplexeval.reports.sensitivity import SCHEMA
 from duplexeval.specs.readings import benchmark_readings, with_reading
-
-SCHEMA = "duplexeval.sensitivity/1"
 
 
 @dataclass(frozen=True)
@@ -137,7 +135,7 @@ def _delta(a: Any, b: Any) -> float | None:
 def folder_rows(bench_dir: Path, switches: list[Switch], scratch: Path) -> Iterator[dict[str, Any]]:
     """Rows for one <model>/<benchmark> folder: per alternative and metric, baseline vs alternative."""
     from duplexeval.benchmarks import benchmark_for
-    from duplexeval.runs.bench_folders import SPEC_SNAPSHOTS, bench_spec_for
+    from duplexeval.runfolder.bench_folders import SPEC_SNAPSHOTS, bench_spec_for
 
     spec = bench_spec_for(bench_dir)
     todo = alternatives(spec, switches)
@@ -171,7 +169,7 @@ def sensitivity(run_dir: Path, switches: list[Switch] | None = None,
                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Re-score every folder of `run_dir` under each alternative reading; write sensitivity.json."""
     from duplexeval.io import atomic_write_json
-    from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
+    from duplexeval.runfolder.bench_folders import bench_dirs, bench_spec_for
 
     switches = list(switches or [])
     folders = bench_dirs(run_dir)
@@ -187,39 +185,3 @@ def sensitivity(run_dir: Path, switches: list[Switch] | None = None,
     out = {"schema": SCHEMA, "switches": [s.label() for s in switches], "rows": rows}
     atomic_write_json(run_dir / "sensitivity.json", out)
     return out
-
-
-def load(run_dir: Path) -> dict[str, Any] | None:
-    """sensitivity.json of a run, when `duplexeval sensitivity` has written one."""
-    path = Path(run_dir) / "sensitivity.json"
-    if not path.is_file():
-        return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) and data.get("schema") == SCHEMA else None
-
-
-def moved(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows whose value the alternative changes (what a reader looks at first)."""
-    return [r for r in rows if r.get("error") or r["value"] != r["alt_value"] or r["numerator"] != r["alt_numerator"]
-            or r["denominator"] != r["alt_denominator"]]
-
-
-def switch_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One line per (benchmark, reading, alternative): how many metrics it moved, the largest move."""
-    out: dict[tuple, dict[str, Any]] = {}
-    for r in rows:
-        key = (r["benchmark"], r["reading"], str(r["run_value"]), str(r["alternative"]))
-        s = out.setdefault(key, {"benchmark": r["benchmark"], "reading": r["reading"], "run_value": r["run_value"],
-                                 "alternative": r["alternative"], "models": set(), "metrics": 0, "moved": 0,
-                                 "largest": None, "errors": 0})
-        s["models"].add(r["model"])
-        if r.get("error"):
-            s["errors"] += 1
-            continue
-        s["metrics"] += 1
-        if moved([r]):
-            s["moved"] += 1
-            d = r.get("delta")
-            if d is not None and (s["largest"] is None or abs(d) > abs(s["largest"])):
-                s["largest"] = d
-    return [{**v, "models": sorted(v["models"])} for _, v in sorted(out.items())]

@@ -51,7 +51,7 @@ def is_local_path(model: str) -> bool:
 
 # ASR backends whose weights a spec must pin (faster-whisper's come bundled, pocketsphinx ships its own).
 SPEC_WEIGHTS_ASR = {"whisper-timestamped": ("whisper-timestamped",), "stable-ts": ("stable-ts", "whisper-timestamped"),
-                    "qwen3-asr": ("qwen3-asr",)}
+                    "qwen3-asr": ("qwen3-asr",), "parakeet-tdt": ("parakeet-tdt",)}
 
 
 def reference_problems(registry: Any) -> list[tuple[Any, tuple, str]]:

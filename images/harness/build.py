@@ -34,6 +34,7 @@ def _pip(*args: str) -> None:
 
 def stage(ctx: Path) -> dict:
     shutil.copyfile(HERE / "Dockerfile", ctx / "Dockerfile")
+    shutil.copyfile(REPO / "images" / "base" / "install-wheels.sh", ctx / "install-wheels.sh")
     shutil.copytree(HERE, ctx / "images" / "harness", ignore=IGNORE, dirs_exist_ok=True)
     shutil.copytree(REPO / "duplexeval", ctx / "duplexeval", ignore=IGNORE, dirs_exist_ok=True)
     shutil.copytree(REPO / "specs", ctx / "specs", ignore=IGNORE, dirs_exist_ok=True)

@@ -101,7 +101,7 @@ def mpe_text_reference(g: Golden) -> list[ArithmeticRow]:
     explicit, implicit = v("mpe.t17.gemini.explicit.response"), v("mpe.t17.gemini.implicit.response")
     gap = round(explicit * pairs) - round(implicit * pairs)  # 1894 - 608: discordant b - c
     floor = mcnemar_exact_log10_p(gap, 0)
-    bound = g["mpe.s42.gemini.log10-p"].bounds["max"]
+    bound = g.bound("mpe.s42.gemini.log10-p", "max")
     c_max = 0
     while mcnemar_exact_log10_p(gap + c_max + 1, c_max + 1) < bound:
         c_max += 1
@@ -117,10 +117,10 @@ def mpe_shush(g: Golden) -> list[ArithmeticRow]:
     """Shush = silent-or-backchannel windows / all windows (Table 19); VAD-gated bounds."""
     v = g.value
     windows = v("mpe.t19.silence-windows")
-    mc = g["mpe.t3.minicpm-o.explicit.shush"]
-    vo = g["mpe.t3.voila.explicit.shush"]
-    mc_fail = (windows - mc.numerator_range[1], windows - mc.numerator_range[0])
-    vo_fail = (windows - vo.numerator_range[1], windows - vo.numerator_range[0])
+    mc_lo, mc_hi = g.numerators("mpe.t3.minicpm-o.explicit.shush")
+    vo_lo, vo_hi = g.numerators("mpe.t3.voila.explicit.shush")
+    mc_fail = (windows - mc_hi, windows - mc_lo)
+    vo_fail = (windows - vo_hi, windows - vo_lo)
     judged, empty = v("mpe.t10.minicpm-o.explicit.windows-judged"), v("mpe.t10.voila.empty-asr-windows")
     rows = [
         derived("mpe.s41.freeze-omni.explicit.shush-windows-kept", v("mpe.s41.freeze-omni.explicit.shush-windows-kept") / windows,
@@ -134,14 +134,15 @@ def mpe_shush(g: Golden) -> list[ArithmeticRow]:
     ]
     for cell in ("mpe.t3.minicpm-o.explicit.shush", "mpe.t3.voila.explicit.shush", "mpe.t3.flm-audio.explicit.shush",
                  "mpe.t3.moshi.explicit.shush"):
-        lo, hi = g[cell].numerator_range
-        rows.append(inequality(cell, all(abs(k / windows - g.value(cell)) <= g[cell].tolerance for k in (lo, hi)),
+        lo, hi = g.numerators(cell)
+        rows.append(inequality(cell, all(abs(k / windows - g.value(cell)) <= (g[cell].tolerance or 0.0) for k in (lo, hi)),
                                f"{lo}/{windows:g} .. {hi}/{windows:g}", "both integer numerators round to the printed rate"))
-    fail_pct = 100 * (1 - mc.value)
+    mc_shush = v("mpe.t3.minicpm-o.explicit.shush")
+    fail_pct = 100 * (1 - mc_shush)
     per_scene = windows / v("mpe.t7.t-turns")
     scenes_per_hour = 3600 / v("mpe.t6.scene-seconds")
     rows += [
-        against(g, "mpe.derived.minicpm-o.shush-fail-percent", fail_pct, f"100 x (1 - {mc.value})"),
+        against(g, "mpe.derived.minicpm-o.shush-fail-percent", fail_pct, f"100 x (1 - {mc_shush})"),
         against(g, "mpe.derived.windows-per-scene", per_scene, f"{windows:g} windows / {v('mpe.t7.t-turns'):g} scenes"),
         against(g, "mpe.derived.minicpm-o.intrusions-per-hour", scenes_per_hour * per_scene * fail_pct / 100,
                 f"3600 / {v('mpe.t6.scene-seconds')} s x {per_scene:.2f} windows x {fail_pct:.2f} %"),
@@ -182,7 +183,7 @@ def mpe_rankings(g: Golden) -> list[ArithmeticRow]:
     other_shush = [v("mpe.t3.voila.explicit.shush"), v("mpe.t3.flm-audio.explicit.shush"), v("mpe.t3.moshi.explicit.shush"),
                    v("mpe.s41.freeze-omni.explicit.shush-windows-kept") / v("mpe.t19.silence-windows")]
     leads = (mc_shush > max(other_shush)
-             and v("mpe.t3.minicpm-o.explicit.answer") > g["mpe.t3.voila.explicit.answer"].bounds["max"]
+             and v("mpe.t3.minicpm-o.explicit.answer") > g.bound("mpe.t3.voila.explicit.answer", "max")
              and v("mpe.t3.minicpm-o.explicit.start") > max(v("mpe.t9.flm-audio.start"), v("mpe.t9.freeze-omni.start"))
              and v("mpe.t3.voila.explicit.stop") > v("mpe.t3.minicpm-o.explicit.stop"))
     return [

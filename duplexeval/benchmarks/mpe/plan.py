@@ -15,9 +15,9 @@ from duplexeval.benchmarks.mpe.scenes.loader import load_bench_scenes
 from duplexeval.benchmarks.mpe.scenes.render import render_turns
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from duplexeval.executors.base import JobPlan
+from duplexeval.runfolder.job_files import write_job_files
 from duplexeval.runner.fork import Group
 from duplexeval.runner.stimulus import Stimulus
-from duplexeval.runs.job_files import write_job_files
 
 
 def mpe_items(bench: dict[str, Any], limit: int | None = None) -> list[tuple[str, Callable[[], Stimulus]]]:

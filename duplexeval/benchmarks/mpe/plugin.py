@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.benchmarks.base import Benchmark, ItemProgress
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress
 
 
 class DuplexMpe(Benchmark):
@@ -51,6 +51,14 @@ class DuplexMpe(Benchmark):
 
     paper_golden_files = ("duplex-mpe.yaml",)   # golden/ file of the paper this family reproduces
 
+    def record_span(self, record: dict[str, Any]) -> tuple[float, float] | None:
+        from duplexeval.benchmarks.mpe.report_charts import record_span
+        return record_span(record)
+
+    def record_speech(self, record: dict[str, Any]) -> list[tuple[float, float]]:
+        from duplexeval.benchmarks.mpe.report_charts import judged_speech
+        return judged_speech(record)
+
     def paper_arithmetic(self, papers):
         from duplexeval.benchmarks.mpe.paper_arithmetic import CHECKS
 
@@ -62,7 +70,17 @@ class DuplexMpe(Benchmark):
 
         return sections(inputs)
 
+    def data_importers(self) -> dict[str, DataImporter]:
+        return {"duplex-mpe": DataImporter(_import_published)}
+
     def commands(self) -> list:
         from duplexeval.benchmarks.mpe.commands import COMMANDS
 
         return COMMANDS
+
+
+def _import_published(src: Path, out: Path) -> None:
+    """The hub copy of Duplex-MPE -> scenes/*.yaml + turn audio (duplexeval.benchmarks.mpe.published)."""
+    from duplexeval.benchmarks.mpe.published import convert
+
+    convert(src, out)

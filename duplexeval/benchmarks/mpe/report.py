@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from duplexeval.reports.incomplete import marked
 from duplexeval.reports.paper_tables import Column, PaperTable, build_all
 from duplexeval.reports.published import Published
-from duplexeval.reports.run_dir import ResultFile, item_dirs, read_events, read_records
 from duplexeval.reports.sections import ReportSection, SectionInputs
+from duplexeval.runfolder.incomplete import marked
+from duplexeval.runfolder.run_dir import ResultFile, item_dirs, read_events, read_records
 
 TEMPLATES = Path(__file__).parent / "templates"
 MPE_METRICS = ("start", "presence", "answer", "shush", "stop")
@@ -30,7 +30,7 @@ def _metric(result: ResultFile, name: str) -> dict[str, Any] | None:
 
 def mpe_table(results: list[ResultFile]) -> dict[str, Any]:
     """Rows model x condition; the paper's four scores plus presence, each with n / N."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in results:
         if not any(k in r.metrics() for k in ("start", "shush")):
             continue

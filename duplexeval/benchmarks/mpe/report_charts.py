@@ -14,7 +14,23 @@ from duplexeval.reports.charts import (
     span,
     speech_episodes,
 )
-from duplexeval.reports.run_dir import ResultFile
+from duplexeval.runfolder.run_dir import ResultFile
+
+
+def record_span(rec: dict[str, Any]) -> tuple[float, float] | None:
+    """A record's window: the shared spellings, else a Stop record's N4 turn (its `n4r_start`
+    and `n4r_end`: the window in which yielding is judged)."""
+    s = span(rec)
+    if s is None and rec.get("metric") == "stop" and isinstance(rec.get("n4r_start"), (int, float)):
+        end = rec.get("n4r_end")
+        s = (float(rec["n4r_start"]), float(end if isinstance(end, (int, float)) else rec["n4r_start"]))
+    return s
+
+
+def judged_speech(rec: dict[str, Any]) -> list[tuple[float, float]]:
+    """The model speech an Answer record judged: its response episode, written as its `window`."""
+    s = span(rec) if rec.get("metric") == "answer" else None
+    return [s] if s else []
 
 
 def start_presence_bars(results: list[ResultFile]) -> Chart | None:
@@ -96,8 +112,8 @@ def stop_yield_bars(results: list[ResultFile]) -> Chart | None:
 def scene_timeline(item_id: str, events: list[dict[str, Any]], records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Turns (with labels), the model's speech episodes and each window's verdict."""
     turns = scene_turns(events)
-    episodes = speech_episodes(events, records)
-    windows = [{**r, "span": span(r), "passed": passed(r)} for r in records if span(r)]
+    episodes = speech_episodes(events, records, judged_speech)
+    windows = [{**r, "span": record_span(r), "passed": passed(r)} for r in records if record_span(r)]
     ends = [t["end"] for t in turns] + [e for _, e in episodes] + [w["span"][1] for w in windows]
     if not turns and not episodes and not windows:
         return None

@@ -25,7 +25,6 @@ from duplexeval.benchmarks.mpe import metrics as mpe
 from duplexeval.benchmarks.mpe.plan_file import read_plan_file
 from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, score_item
 from duplexeval.io import read_jsonl, sha256_json
-from duplexeval.runs.bench_folders import bench_dirs, bench_spec_for
 from duplexeval.stats import wilson_interval
 
 log = logging.getLogger(__name__)
@@ -194,31 +193,6 @@ def score_bench_dir(bench_dir: str | Path, bench_spec: dict[str, Any], judges: d
         score_not_ok=lambda d, status: error_records(d, status, bench_spec),
         aggregate=lambda records, counts: aggregate(records, bench_spec, calls, counts),
         progress=progress)
-
-
-def score_run(run_dir: str | Path, *,
-              spec_for: Callable[[Path], dict[str, Any]] | None = None,
-              judges_for: Callable[[dict[str, Any]], dict[str, DecidingJudge]] | None = None,
-              transcriber: Transcriber | None = None) -> dict[str, dict[str, Any]]:
-    """Re-scores every Duplex-MPE folder of a run from its recordings; returns results by folder.
-
-    `spec_for(bench_dir)` gives the benchmark spec (default: the spec snapshot the runner
-    left in the folder, else the registry entry named like the folder); `judges_for(spec)`
-    builds the judges (default: from the spec's `judges` roles via the registry).
-    """
-    run_dir = Path(run_dir)
-    spec_for = spec_for or bench_spec_for
-    judges_for = judges_for or judges_from_spec
-    out = {}
-    for bench_dir in bench_dirs(run_dir):
-        spec = spec_for(bench_dir)
-        if spec.get("dimension") != "mpe":
-            continue
-        out[str(bench_dir.relative_to(run_dir))] = score_bench_dir(bench_dir, spec, judges_for(spec),
-                                                                    transcriber=transcriber)
-    if not out:
-        raise FileNotFoundError(f"{run_dir}: no Duplex-MPE benchmark folders (<model>/<benchmark>/items)")
-    return out
 
 
 def judges_from_spec(bench_spec: dict[str, Any], cache_mode: str = "readwrite") -> dict[str, DecidingJudge]:

@@ -3,8 +3,9 @@
 `score_item(item_dir, bench_spec, judges)` reads `recording.wav` (channel 1 = the model)
 and `events.jsonl`, finds speech episodes with the causal VAD of the spec, transcribes
 only episodes that some window needs (VAD-gated: a silent window costs nothing), asks
-the judges, and returns one record per scored unit. `score_run(dir)` writes
-`records.jsonl` and `results.json` for every model x benchmark folder of a run.
+the judges, and returns one record per scored unit. `duplexeval score RUN` writes
+`records.jsonl` and `results.json` for every model x benchmark folder of a run
+(results.py's `score_bench_dir` per Duplex-MPE folder).
 
 Determinism: records hold no wall-clock time and no cache-hit flags, floats are rounded,
 and the output files are written with duplexeval.io's canonical JSON, so scoring a run

@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.resources import cache_root
+from duplexeval.resources import data_root
 
 DATASETS: dict[str, dict[str, Any]] = {
     "advbench": {
@@ -55,7 +55,8 @@ class DatasetUnavailable(RuntimeError):
 
 
 def data_cache() -> Path:
-    return cache_root() / "datasets"
+    """The data sets' folder (duplexeval.resources.data_root), shared with `duplexeval data`."""
+    return data_root()
 
 
 def fetch(name: str, *, cache_dir: Path | None = None, url: str | None = None, sha256: str | None = None,

@@ -49,7 +49,7 @@ def mtr_cross_checks(g: Golden) -> list[ArithmeticRow]:
     rows.append(inequality("mtr.note.combination", all(a >= b for a, b in zip(combo, combo[1:])),
                            " >= ".join(f"{x:g}" for x in combo), "each added feature lowers Moshi's success"))
     drops = {(m, f): v(f"mtr.main.{m}.{f}.r1") - v(f"mtr.main.{m}.{f}.r1to10") for m in MTR_MODELS for f in FEATURES}
-    worst = max(drops, key=drops.get)
+    worst = max(drops, key=lambda pair: drops[pair])
     rows.append(inequality("mtr.note.decline", worst == ("freeze-omni", "smooth"),
                            f"largest drop: {worst[0]} {worst[1]} ({drops[worst]:.1f} points)",
                            "'Freeze-Omni smooth turn-taking declines the most' (衰退最严重)"))

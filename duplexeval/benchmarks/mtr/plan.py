@@ -17,7 +17,7 @@ from duplexeval.benchmarks.mtr.items import context_mode, item_factories, load_d
 from duplexeval.benchmarks.mtr.score import judges_for, score_bench_dir, write_rounds_file
 from duplexeval.executors.base import CannotRun, JobPlan
 from duplexeval.io import atomic_write_json
-from duplexeval.runs.job_files import write_job_files
+from duplexeval.runfolder.job_files import write_job_files
 
 HISTORY_FLAG = ("history as heard: the model lacks teacher_forcing, so its own earlier replies are its context; "
                 "not comparable with teacher-forced results")

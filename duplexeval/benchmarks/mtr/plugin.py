@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duplexeval.benchmarks.base import Benchmark, ItemProgress
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter, SkipFolder
 
 
 class MtrDuplexBench(Benchmark):
@@ -52,7 +52,32 @@ class MtrDuplexBench(Benchmark):
 
         return sections(inputs)
 
+    def data_importers(self) -> dict[str, DataImporter]:
+        return {"mtr-duplexbench": DataImporter(_import_published)}
+
+    def recording_exporters(self) -> dict[str, RecordingExporter]:
+        return {"mtr-authors": RecordingExporter(
+            _export_authors, "the MTR-DuplexBench authors' file names, left = user, right = model, round_start.json.")}
+
     def commands(self) -> list:
         from duplexeval.benchmarks.mtr.commands import COMMANDS
 
         return COMMANDS
+
+
+def _import_published(src: Path, out: Path) -> None:
+    """The hub copy of MTR-DuplexBench -> <group>/<id>.json sidecars (duplexeval.benchmarks.mtr.published)."""
+    from duplexeval.benchmarks.mtr.published import check_written, convert
+
+    check_written(convert(src, out))
+
+
+def _export_authors(bench_dir: Path, out: Path, spec: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """One MTR folder in the authors' layout; a folder the layout cannot express is skipped by name."""
+    from duplexeval.benchmarks.mtr.authors_layout import LayoutError
+    from duplexeval.benchmarks.mtr.recordings import export_bench_dir
+
+    try:
+        return export_bench_dir(bench_dir, out, spec)
+    except LayoutError as exc:
+        raise SkipFolder(str(exc)) from None

@@ -148,7 +148,7 @@ def import_recordings(bench: dict[str, Any], src: Path, *, layout: str, model: s
     from duplexeval.benchmarks import benchmark_for
     from duplexeval.benchmarks.mtr.score import write_rounds_file
     from duplexeval.recordings import run_folder as rf
-    from duplexeval.runs.verify import seal_manifest
+    from duplexeval.runfolder.verify import seal_manifest
 
     rate = int(bench["audio"]["rate"])
     bench_dir = rf.bench_dir_for(runs_dir, run_id, model, bench["id"])

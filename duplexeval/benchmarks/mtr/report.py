@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.reports.headline import headline_metrics
-from duplexeval.reports.incomplete import marked
 from duplexeval.reports.paper_tables import Column, PaperTable, build_all
 from duplexeval.reports.published import Published
-from duplexeval.reports.run_dir import ResultFile
 from duplexeval.reports.sections import ReportSection, SectionInputs
+from duplexeval.runfolder.incomplete import marked
+from duplexeval.runfolder.run_dir import ResultFile
 
 TEMPLATES = Path(__file__).parent / "templates"
 PAPER = "mtr-duplexbench"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from duplexeval.reports.charts import PALETTE, Chart, axis, round_keys, rounded
-from duplexeval.reports.run_dir import ResultFile
+from duplexeval.runfolder.run_dir import ResultFile
 
 
 def round_curves(result: ResultFile) -> Chart | None:

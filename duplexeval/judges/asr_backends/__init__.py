@@ -183,6 +183,12 @@ def _qwen3_asr() -> Backend:
     return Qwen3AsrBackend()
 
 
+def _parakeet_tdt() -> Backend:
+    from duplexeval.judges.asr_backends.parakeet_backend import ParakeetBackend
+
+    return ParakeetBackend()
+
+
 def _pocketsphinx() -> Backend:
     from duplexeval.judges.asr_backends.pocketsphinx_backend import PocketsphinxBackend
 
@@ -195,4 +201,5 @@ BACKENDS: dict[str, Callable[[], Backend]] = {
     "stable-ts": _stable_ts,
     "qwen3-asr": _qwen3_asr,
     "pocketsphinx": _pocketsphinx,
+    "parakeet-tdt": _parakeet_tdt,
 }

@@ -92,3 +92,49 @@ class ToyBench(Benchmark):
     def after_run(self, run_dir: Path, jobs: list, *, cache_mode: str, limit: int | None,
                   progress: Callable[[str], None]) -> None:
         atomic_write_json(run_dir / "toybench-after-run.json", sorted(j.key for j in jobs))
+
+    def data_importers(self):
+        from duplexeval.benchmarks import DataImporter
+
+        return {"toy-tones": DataImporter(import_tones, fetch_hint="place tones.json in a folder of your own")}
+
+    def recording_exporters(self):
+        from duplexeval.benchmarks import RecordingExporter
+
+        return {"toy-layout": RecordingExporter(export_model_channel, "the model channel alone, <item>.wav")}
+
+
+def import_tones(src: Path, out: Path) -> list[str]:
+    """A placed copy holds tones.json, a list of {hz, seconds}: checked, then written as this project reads it."""
+    path = src / "tones.json"
+    if not path.is_file():
+        raise ValueError(f"{src}: no tones.json")
+    tones = json.loads(path.read_text("utf-8"))
+    for n, t in enumerate(tones):
+        if not isinstance(t.get("hz"), (int, float)):
+            raise ValueError(f"{path}: [{n}].hz is not a number")
+    atomic_write_json(out / "tones.json", tones)
+    return [f"tones: {len(tones)}"]
+
+
+def export_model_channel(bench_dir: Path, out: Path, spec: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """Each finished item's model channel as <item>.wav (mono); an unfinished one is listed, not written."""
+    import soundfile as sf
+
+    from duplexeval.audio import read_stereo_recording
+    from duplexeval.benchmarks import SkipFolder
+
+    items = sorted((bench_dir / "items").iterdir())
+    if not items:
+        raise SkipFolder("no items")
+    out.mkdir(parents=True)
+    names, skipped = [], {}
+    for item in items:
+        status = json.loads((item / "status.json").read_text("utf-8")).get("status")
+        if status != "ok":
+            skipped[item.name] = str(status)
+            continue
+        _, model, rate = read_stereo_recording(item / "recording.wav")
+        sf.write(out / f"{item.name}.wav", model, rate)
+        names.append(f"{item.name}.wav")
+    return names, skipped

@@ -64,7 +64,7 @@ def model_images(jobs: list) -> dict[str, Any]:
     An auditor can then tell which bytes produced a run; a missing image is recorded as
     such (its items will say why they failed).
     """
-    specs = {}
+    specs: dict[str, Any] = {}
     for job in jobs:
         spec = model_spec_from(job.runner_model)
         if spec.backend == "docker":

@@ -213,7 +213,8 @@ def check_record_hashes(bench_dir: Path, records: list[Any]) -> list[Finding]:
     for r in records:
         if not isinstance(r, dict) or not isinstance(r.get("item"), str):
             continue
-        hashes = r.get("hashes") if isinstance(r.get("hashes"), dict) else {}
+        raw = r.get("hashes")
+        hashes: dict[str, Any] = raw if isinstance(raw, dict) else {}
         cited = {"recording": hashes.get("recording", r.get("recording_sha256")), "events": hashes.get("events")}
         item = r["item"]
         if item not in statuses:

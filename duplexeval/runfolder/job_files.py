@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from duplexeval.io import atomic_write_json
-from duplexeval.runs.plan import Job
+from duplexeval.runfolder.plan import Job
 
 
 def write_job_files(bench_dir: Path, job: Job, bench: dict[str, Any] | None = None) -> None:
