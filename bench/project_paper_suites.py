@@ -62,7 +62,7 @@ SUITES = ("paper-mpe", "paper-mtr")
 ASSUMED_BATCH = {"moshi": (32, 70.0), "personaplex": (32, 70.0)}
 # Scoring. Silero over many streams at once, x real time per core (bench/bench_scoring.py,
 # batches of 32, onnxruntime on one thread, measured on the project's 2-core machine).
-MEASURED_VAD_X_PER_CORE = 385.0
+MEASURED_VAD_X_PER_CORE = 351.0
 # Qwen3-ASR-1.7B batched on one GPU, x real time of audio transcribed: no GPU has measured
 # it here; an assumption of this projection, to be replaced by bench_scoring.py --device cuda.
 ASSUMED_ASR_X_PER_GPU = 300.0
