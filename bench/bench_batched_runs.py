@@ -19,6 +19,9 @@ records and results say the same apart from the recordings' hashes.
 
 An untimed run of `silent` first synthesises the scenes' speech into the TTS cache.
 
+With more than one round, each round's times, ratios and the load average after each run
+are printed too: on a machine shared with other work the rounds can differ by 2x.
+
 A spec's own `launch.max_sessions` is the most a run may use: the reference agents
 declare 4 and moshi-tiny 8, so the reference agents' N = 8 runs at 4 (printed as such).
 """
@@ -111,12 +114,20 @@ def bench_model(model: str, sessions: list[int], limit: int, runs_dir: Path, rep
     """Median playing time per N over `repeats` rounds (N interleaved within a round); prints the comparison."""
     width = load_model_spec(model).sessions_limit
     runs: dict[int, list[float]] = {n: [] for n in sessions}
+    loads: dict[int, list[float]] = {n: [] for n in sessions}
     jobs: dict[int, Path] = {}
     for r in range(repeats):
         for n in (sessions if r % 2 == 0 else sessions[::-1]):  # 1,2,4,8 then 8,4,2,1: load drifts cancel
             t, jobs[n] = play_time(model, n, limit, runs_dir / f"r{r}")
             runs[n].append(t)
+            loads[n].append(os.getloadavg()[0])
     times = {n: statistics.median(ts) for n, ts in runs.items()}
+    if repeats > 1:  # each round's own ratios: on a shared machine one round can be far off the other
+        ref = sessions[0]
+        for r in range(repeats):
+            print(f"  {model} round {r + 1}: " + ", ".join(
+                f"N={n} {runs[n][r]:.1f} s ({runs[ref][r] / runs[n][r]:.2f}x, load {loads[n][r]:.1f})"
+                for n in sessions), flush=True)
     ref = jobs[sessions[0]]
     base = job_files(ref)
     for n in sessions:

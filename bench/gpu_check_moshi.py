@@ -20,14 +20,17 @@ Then the step cost of batched sessions (issue 26, item 4), one INFO line per wid
 `--max-sessions N` path, `set_max_sessions`), N sessions each get a frame per step, and
 the line gives ms per batched step (encode -> LM step -> decode of N rows), x real time of
 all N sessions together, and whether the step fits in a frame; the last line says how
-many sessions one GPU holds at 1x real time. Run it once more with NO_CUDA_GRAPH=1 for
-the figures without CUDA graphs (moshi reads it at import).
+many sessions one GPU holds at 1x real time. The same widths are then measured without
+CUDA graphs in a child process started with NO_CUDA_GRAPH=1 (moshi reads it at import, so
+one process cannot measure both): one command gives both sets of figures
+(`--no-graph-pass` skips the child).
 
 On a machine without CUDA it prints one line saying so and `SKIP`, and exits 0.
 `--tiny` runs the same checks with the tiny config on CPU (a dry run of this script;
 no CUDA graphs there, so it proves nothing about them).
 
-    python bench/gpu_check_moshi.py                 # on a CUDA machine, well under 5 minutes
+    python bench/gpu_check_moshi.py                 # on a CUDA machine: checks, then batched costs
+                                                    # with and without CUDA graphs, under 5 minutes
     python bench/gpu_check_moshi.py --tiny          # dry run on CPU
 
 Needs torch with CUDA and moshi 0.2.13 (+ einops, safetensors, sentencepiece, sphn,
@@ -76,6 +79,9 @@ def main() -> int:
     parser.add_argument("--batches", default=None,
                         help="widths for the batched step cost (default 1,2,4,8,16,32; --tiny: 1,2,4); 'none' skips")
     parser.add_argument("--batch-frames", type=int, default=40, help="batched steps timed per width")
+    parser.add_argument("--no-graph-pass", action="store_true",
+                        help="skip the second pass (the batched step costs without CUDA graphs, in a child process)")
+    parser.add_argument("--batch-only", action="store_true", help="only the batched step costs (the child's pass)")
     args = parser.parse_args()
 
     try:
@@ -91,8 +97,8 @@ def main() -> int:
     if not args.compile:
         os.environ.setdefault("NO_TORCH_COMPILE", "1")  # read by moshi at import
     try:
-        import numpy as np
         import moshi
+        import numpy as np
         from moshi.models import LMGen, loaders
 
         from duplexeval.shims.moshi_family import FamilyModels, MoshiFamilyServer
@@ -246,7 +252,9 @@ def main() -> int:
         print(f"INFO sessions at 1x real time per device: {fits} (the widest N measured whose step fits a frame)")
 
     failures = 0
-    for name, check in (("speed", check_speed), ("fork", check_fork), ("teacher forcing", check_forcing)):
+    checks = () if args.batch_only else (("speed", check_speed), ("fork", check_fork),
+                                         ("teacher forcing", check_forcing))
+    for name, check in checks:
         try:
             line = check()
         except Exception as exc:  # one check failing must not hide the others
@@ -259,6 +267,16 @@ def main() -> int:
             batch_costs([int(n) for n in spec.split(",")])
         except Exception as exc:  # e.g. out of memory at a wide batch: the widths measured so far are printed
             print(f"INFO batched step: stopped: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    if spec != "none" and not args.batch_only and not args.no_graph_pass and not os.environ.get("NO_CUDA_GRAPH"):
+        del server
+        if device == "cuda":
+            torch.cuda.empty_cache()  # the child builds its own model on the same device
+        print("INFO the same widths without CUDA graphs (a child process, NO_CUDA_GRAPH=1):", flush=True)
+        child = [sys.executable, __file__, "--batch-only", "--batches", spec, "--batch-frames", str(args.batch_frames)]
+        child += ["--tiny"] * args.tiny + ["--compile"] * args.compile
+        import subprocess
+
+        subprocess.run(child, env={**os.environ, "NO_CUDA_GRAPH": "1"}, check=False)
     return 1 if failures else 0
 
 

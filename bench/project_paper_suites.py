@@ -17,13 +17,20 @@ The projection, per job:
   wall           = audio seconds / (speed per GPU x GPUs)
 
 The clock per model (issue 26, item 3): the paper suite runs MTR-DuplexBench on the
-realtime clock, which cannot fork, so round k replays rounds 1..k-1. A frame-synchronous
-model (the Moshi family: one output frame per input frame) gives in lockstep the timing a
-real-time listener hears as long as one step fits in a frame, and lockstep can fork;
-`--lockstep-mtr MODEL` (default: moshi) projects its MTR jobs on lockstep + fork. This is
-the projection's assumption, not yet the suite's.
-plus the harness: its CPU cost per frame (bench/bench_runner.py) gives the cores the
-driver side needs to keep that many sessions fed. Scoring (ASR, judges) is not included.
+realtime clock, which cannot fork, so round k replays rounds 1..k-1. A model spec's
+`latency_clock` says which clock reproduces its published timing (docs/runner.md, "The
+clock per model"): a frame-synchronous model (the Moshi family, `latency_clock: lockstep`)
+gives in lockstep the onsets a real-time listener hears, one frame earlier, as long as one
+step fits in a frame, and lockstep can fork, so its MTR jobs are projected on lockstep +
+fork; every other model keeps the suite's realtime clock and replays the history.
+`--lockstep-mtr MODEL` overrides the specs ('none': the suite's clock everywhere).
+
+Plus the harness: its CPU cost per frame (bench/bench_runner.py) gives the cores the
+driver side needs to keep that many sessions fed. And scoring (issue 26, item 5), which
+can run beside the playing of later units: Silero VAD over both channels on CPU cores
+(batched, `--vad-x-per-core`, measured by bench/bench_scoring.py) and the ASR over the
+model channel on the GPUs (`--asr-x-per-gpu`, assumed until measured on a GPU). The LLM
+judges are API calls and not projected.
 
     .venv/bin/python bench/project_paper_suites.py [--gpus 8] [--gpu-memory-gb 80] [--step-ms MODEL=MS ...]
 """
@@ -53,7 +60,12 @@ SUITES = ("paper-mpe", "paper-mtr")
 # through this harness yet (bench/gpu_check_moshi.py will): the public PersonaPlex server's
 # figure, for the Moshi architecture it shares.
 ASSUMED_BATCH = {"moshi": (32, 70.0), "personaplex": (32, 70.0)}
-FRAME_SYNCHRONOUS = ("moshi",)
+# Scoring. Silero over many streams at once, x real time per core (bench/bench_scoring.py,
+# batches of 32, onnxruntime on one thread, measured on the project's 2-core machine).
+MEASURED_VAD_X_PER_CORE = 351.0
+# Qwen3-ASR-1.7B batched on one GPU, x real time of audio transcribed: no GPU has measured
+# it here; an assumption of this projection, to be replaced by bench_scoring.py --device cuda.
+ASSUMED_ASR_X_PER_GPU = 300.0
 
 
 @dataclass
@@ -103,6 +115,13 @@ def context_of(job: Job, clock: str) -> str:
     return context_mode(job.bench, list(job.model.data.get("capabilities", [])), clock)
 
 
+def lockstep_models() -> tuple[str, ...]:
+    """Models of the paper suites whose spec says `latency_clock: lockstep`."""
+    registry = default_registry()
+    return tuple(sorted({job.model.id for suite_id in SUITES for job in plan_suite(registry, suite_id)
+                         if job.model.data.get("latency_clock") == "lockstep"}))
+
+
 def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tuple[int, float]] | None = None,
             lockstep_mtr: tuple[str, ...] = ()) -> list[Projection]:
     """One Projection per job of the paper suites. `batch`: model -> (N, ms of one width-N step);
@@ -133,6 +152,16 @@ def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tu
     return rows
 
 
+def scoring_h(jobs: list[Projection], gpus: int, cores: int, vad_x_per_core: float, asr_x_per_gpu: float) -> float:
+    """Hours to score what `jobs` recorded: VAD over both channels on the cores, the ASR over
+    the model channel on the GPUs (all of it: an upper bound, the MPE scorer transcribes
+    only windows with speech), whichever takes longer (they run on different hardware)."""
+    audio_s = sum(j.audio_s for j in jobs)
+    vad_s = 2 * audio_s / (vad_x_per_core * cores)
+    asr_s = audio_s / (asr_x_per_gpu * gpus)
+    return max(vad_s, asr_s) / 3600
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gpus", type=int, default=8, help="GPUs of the Ray cluster (default 8)")
@@ -143,8 +172,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="a server of MODEL steps N sessions in one step of MS ms (default, assumed: "
                              + ", ".join(f"{m}={n}:{ms:g}" for m, (n, ms) in ASSUMED_BATCH.items()) + ")")
     parser.add_argument("--lockstep-mtr", action="append", default=None, metavar="MODEL",
-                        help="a frame-synchronous model whose MTR jobs run lockstep + fork (default: "
-                             + ", ".join(FRAME_SYNCHRONOUS) + "); 'none' for the suite's clock everywhere")
+                        help="a frame-synchronous model whose MTR jobs run lockstep + fork (default: the models "
+                             "whose spec says latency_clock: lockstep); 'none' for the suite's clock everywhere")
+    parser.add_argument("--vad-x-per-core", type=float, default=MEASURED_VAD_X_PER_CORE,
+                        help="batched Silero VAD, x real time per CPU core (default: measured by bench_scoring.py)")
+    parser.add_argument("--asr-x-per-gpu", type=float, default=ASSUMED_ASR_X_PER_GPU,
+                        help="batched ASR, x real time per GPU (default: assumed, not measured)")
+    parser.add_argument("--cores", type=int, default=64, help="CPU cores of the cluster for scoring's VAD (default 64)")
     parser.add_argument("--harness-ms", type=float, default=0.4,
                         help="harness CPU ms per frame per session (bench/bench_runner.py; default the issue's target)")
     args = parser.parse_args(argv)
@@ -164,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
             batch[name] = (int(n), float(ms))
         except ValueError:
             parser.error(f"--batch {item!r}: expected MODEL=N:MILLISECONDS")
-    lockstep_mtr = (FRAME_SYNCHRONOUS if args.lockstep_mtr is None
+    lockstep_mtr = (lockstep_models() if args.lockstep_mtr is None
                     else tuple(m for m in args.lockstep_mtr if m != "none"))
     rows = project(args.gpu_memory_gb, step_ms, batch, lockstep_mtr)
 
@@ -178,13 +212,21 @@ def main(argv: list[str] | None = None) -> None:
         source = "assumed: the public PersonaPlex server's 32 lockstep sessions per GPU at 70 ms per 80 ms tick " \
                  "(same architecture); not measured here" if args.batch is None else "as given"
         print(f"  batched sessions, {name}: {n} sessions per server stepped in {ms:g} ms ({source})")
-    print("  MTR clock: " + (", ".join(lockstep_mtr) + " lockstep + fork (frame-synchronous: one output frame per "
-                              "input frame, a step within a frame); " if lockstep_mtr else "")
+    source = "the specs' latency_clock" if args.lockstep_mtr is None else "as given"
+    print("  MTR clock: " + (", ".join(lockstep_mtr) + f" lockstep + fork ({source}: frame-synchronous, one output "
+                              "frame per input frame, a step within a frame); " if lockstep_mtr else "")
           + "every other model as the suite says (realtime, replayed history)")
-    print("  units are independent and spread evenly over GPUs; start-up, scoring (ASR, judges) not included")
+    print(f"  scoring: Silero VAD on both channels at {args.vad_x_per_core:g}x real time per core, batched "
+          f"(measured, bench/bench_scoring.py) on {args.cores} cores; ASR on the model channel at "
+          f"{args.asr_x_per_gpu:g}x real time per GPU, batched ("
+          + ("assumed: not measured on a GPU" if args.asr_x_per_gpu == ASSUMED_ASR_X_PER_GPU else "as given")
+          + "); LLM judges (API calls) not included")
+    print("  units are independent and spread evenly over GPUs; start-up not included; playing and scoring "
+          "are added (scoring could overlap the playing of later units)")
     print()
-    print(f"| model | suite | audio (h) | sessions/GPU | 1 GPU (h) | {args.gpus} GPUs (h) | harness cores |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| model | suite | audio (h) | sessions/GPU | 1 GPU: playing (h) | {args.gpus} GPUs: playing (h) "
+          f"| scoring (h) | total (h) | harness cores |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for suite_id in SUITES:
         by_model: dict[str, list[Projection]] = {}
         for row in rows:
@@ -198,7 +240,9 @@ def main(argv: list[str] | None = None) -> None:
             # harness CPU: frames per wall second over the cluster x cost per frame
             frames_per_s = sum(j.audio_s for j in jobs) / (many * 3600) * 1000 / jobs[0].frame_ms
             cores = math.ceil(frames_per_s * args.harness_ms / 1000)
-            print(f"| {model} | {suite_id} | {audio_h:,.0f} | {sessions} | {one:,.1f} | {many:,.1f} | {cores} |")
+            scoring = scoring_h(jobs, args.gpus, args.cores, args.vad_x_per_core, args.asr_x_per_gpu)
+            print(f"| {model} | {suite_id} | {audio_h:,.0f} | {sessions} | {one:,.1f} | {many:,.1f} | {scoring:,.2f} "
+                  f"| {many + scoring:,.1f} | {cores} |")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -19,16 +20,16 @@ import numpy as np
 import pytest
 import soundfile as sf
 from click.testing import CliRunner
+from runner_helpers import tone
 
 from duplexeval.executors.base import Unit
-from duplexeval.executors.core import Batches
+from duplexeval.executors.core import BATCH_DEPTH, Batches
 from duplexeval.io import read_jsonl
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.errors import RunConfigMismatch
 from duplexeval.runner.items import ModelHost, item_seed, prepare_out_dir
-from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 from duplexeval.runner.unit_batch import UnitSession, play_units
-from runner_helpers import tone
+from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 
 TESTS = Path(__file__).parent
 RATE = 16000
@@ -114,6 +115,63 @@ def test_units_of_a_batch_are_stepped_together_on_one_server(tmp_path):
     assert sizes[3] >= 0.75 * sum(sizes.values()), sizes
 
 
+def test_a_slot_is_refilled_as_soon_as_its_session_ends(tmp_path):
+    """A queue longer than the width: the long conversation shares its steps with the short
+    ones, because each short one's slot is taken by the next the moment it ends (a batch
+    handed out whole would leave the long one alone once the first short one ended)."""
+    spec = model_spec_from({
+        "id": "batch-probe", "capabilities": ["text_events"], "clocks": ["lockstep"],
+        "launch": {"backend": "local", "max_sessions": 2,
+                   "command": ["{python}", str(TESTS / "batch_probe_agent.py"), "--socket", "{socket}",
+                               "--batch-wait-ms", "2000"],
+                   "env": {"PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS)]), "BATCH_PROBE_STEP_MS": "40"}},
+        "audio": {"in_rate": 16000, "out_rate": 16000, "frame_ms": 80}}).with_max_sessions(None)
+    built_on: list[str] = []
+
+    def stimulus(seconds: float, seed: int) -> FileStimulus:
+        built_on.append(threading.current_thread().name)
+        return FileStimulus(tone(seconds, seed=seed), RATE)
+
+    items = [("long", lambda: stimulus(3.2, 9))]
+    items += [(f"short{k}", lambda k=k: stimulus(0.8, k)) for k in range(4)]
+    out = prepare_out_dir(spec, [i for i, _ in items], tmp_path, "lockstep", RATE, SEED, None)
+    host = ModelHost(spec)
+    try:
+        results = play_units(host, _sessions(out, items))
+    finally:
+        host.close()
+    assert [r.status for rs in results for r in rs] == ["ok"] * 5
+    sizes = Counter(int(e["text"].split("=")[1]) for e in read_jsonl(out / "items" / "long" / "events.jsonl")
+                    if e["type"] == "model_text")
+    # Whole batches ([long, short0], [short1, short2], [short3]) would give it at most one short
+    # one's 10 frames of company; refilled, it has company but for the few frames in which the
+    # next session connects (hello, a BUSY retry while the server frees the slot).
+    assert sizes[2] >= 20, sizes
+    # Rendered off the event loop (a stall there would be the other sessions' latency).
+    assert len(built_on) == 5 and threading.main_thread().name not in built_on
+
+
+def test_a_fault_in_a_queue_stops_the_server_once_its_siblings_end_and_the_queue_plays_on(tmp_path):
+    items = _items(5)
+    run_items(load_model_spec("babbler").with_max_sessions(1), items, tmp_path / "alone", seed=SEED)
+    spec = model_spec_from(fault_spec(2, doomed=["item-1"])).with_max_sessions(None)
+    out = prepare_out_dir(spec, [i for i, _ in items], tmp_path / "queued", "lockstep", RATE, SEED, None)
+    host = ModelHost(spec)
+    try:
+        host.ensure()
+        first = host.backend
+        results = play_units(host, _sessions(out, items))
+        assert host.backend is not None and host.backend is not first  # stopped after the fault, started afresh
+    finally:
+        host.close()
+    assert [r.status for rs in results for r in rs] == ["ok", "error", "ok", "ok", "ok"]
+    assert "NaN" in results[1][0].reason
+    for k in (0, 2, 3, 4):  # the one beside it and those queued after it: as alone
+        got, want = (_files(d / "items" / f"item-{k}") for d in (out, tmp_path / "alone"))
+        got.pop("status.json"), want.pop("status.json")
+        assert got == want
+
+
 def test_the_scheduler_fills_a_worker_up_to_its_servers_width():
     class Plan:  # what Batches reads of a JobPlan: its width
         def __init__(self, width: int):
@@ -131,6 +189,27 @@ def test_the_scheduler_fills_a_worker_up_to_its_servers_width():
     got = [(w, [u.unit_id for _, u in batch]) for w, batch in b.take()]
     assert got == [("w1", ["u0", "u1", "u2"]), ("w2", ["u3", "u4"]), ("w3", ["v0"])]
     assert b.take() == []
+
+
+def test_with_no_idle_worker_left_a_batched_servers_queue_deepens():
+    class Plan:
+        def __init__(self, width: int):
+            self.max_sessions = width
+
+    wide, narrow = Plan(2), Plan(1)
+    units = [Unit("m/b", f"u{k}", (f"u{k}",), "m@x:localx2") for k in range(2 * 2 * BATCH_DEPTH + 1)]
+    idle = ["w1", "w2"]
+    b = Batches()
+    for u in units[:-1]:
+        assert b.room(u) or idle
+        b.add(wide, u, lambda: idle.pop(0) if idle else None)
+    assert not b.room(units[-1])  # both workers hold width x depth units
+    got = {w: [u.unit_id for _, u in batch] for w, batch in b.take()}
+    assert got["w1"][:2] == ["u0", "u1"] and got["w2"][:2] == ["u2", "u3"]  # idle workers filled to width first
+    assert len(got["w1"]) == len(got["w2"]) == 2 * BATCH_DEPTH  # then the least filled deepens
+    solo = [Unit("n/b", f"v{k}", (f"v{k}",), "n@y:local") for k in range(2)]
+    b.add(narrow, solo[0], lambda: "w3")
+    assert not b.room(solo[1])  # a one-session server never queues
 
 
 def test_a_width_that_changes_bytes_is_part_of_the_folders_identity(tmp_path):

@@ -185,7 +185,7 @@ class UnitWorker:
     of starting another (~0.5 s of CPU per reference agent, 37 jobs in `make reproduce`).
     A server that could not start is not reused by the next job, which tries again, as a
     job of its own would. A model whose spec says `launch.max_sessions: N` gets batches of
-    up to N units of that model (`run_batch`), played as concurrent sessions on its server.
+    units of that model (`run_batch`), played as up to N concurrent sessions on its server.
     """
 
     name: str
@@ -216,17 +216,16 @@ class UnitWorker:
         return UnitReport(unit.key, [(r.item_id, r.status, r.reason, r.skipped) for r in results], self.name)
 
     def run_batch(self, batch: list[tuple[JobPlan, Unit]]) -> list[UnitReport]:
-        """Up to `max_sessions` units of one model (one host key), played at once on its server.
+        """Units of one model (one host key) on its server, up to `max_sessions` playing at once.
 
-        A server of width 1 plays them one after another, exactly as `run` does.
+        A server of width 1 plays them one after another, exactly as `run` does; a wider one
+        refills a session slot as soon as its session ends (runner/unit_batch.py).
         """
         plans = [self.plan(p) for p, _ in batch]
         if len({p.host_key for p in plans}) != 1:
             raise ValueError(f"a batch mixes model servers: {sorted({p.host_key for p in plans})}")
         if plans[0].max_sessions == 1:
             return [self.run(p, u) for p, u in zip(plans, (u for _, u in batch))]
-        if len(batch) > plans[0].max_sessions:
-            raise ValueError(f"{len(batch)} units for a server of {plans[0].max_sessions} sessions")
         host = self._host(plans[0])
         results = play_units(host, [p.session(u) for p, (_, u) in zip(plans, batch)])
         return [UnitReport(u.key, [(r.item_id, r.status, r.reason, r.skipped) for r in rs], self.name)

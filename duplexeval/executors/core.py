@@ -6,8 +6,9 @@ ray: actors and tasks). The loop owns the bookkeeping that makes a run exact:
 - a unit is claimed (duplexeval/executors/claims.py) before it is handed to a worker,
   and handed to exactly one worker at a time;
 - a worker has as many slots as its model's server holds sessions (`launch.max_sessions`,
-  capped by `--max-sessions`): up to that many units of one model go to it as one batch
-  (`Batches` below), played at once (runner/unit_batch.py), each reported on its own;
+  capped by `--max-sessions`): units of one model go to it as one batch (`Batches`
+  below), at most that many playing at once and the rest refilling slots as sessions
+  end (runner/unit_batch.py), each reported on its own;
 - a unit whose worker died (SIGKILL, OOM, a lost node) goes back to the front of the
   queue, up to UNIT_ATTEMPTS times; its half-written item folders are removed when it is
   replayed (runner/items.py), so a finished run holds exactly one attempt per item;
@@ -61,29 +62,51 @@ class Pool(Protocol):
     def close(self) -> None: ...
 
 
+# A worker of a batched server (width N > 1) takes up to N x BATCH_DEPTH units at once
+# and refills a session slot the moment its session ends (runner/unit_batch.py): its
+# slots idle only at the tail of the queue, once per N x BATCH_DEPTH units, instead of
+# after every N. Idle workers are filled to width first, so depth never starves them.
+BATCH_DEPTH = 8
+
+
 class Batches:
     """Units gathered for workers during one pass of the scheduling loop, one batch per worker.
 
-    A batch holds units of one model server (host key), at most its width
-    (`JobPlan.max_sessions`); `reserved` workers have a batch being filled and are not idle.
+    A batch holds units of one model server (host key): first up to its width
+    (`JobPlan.max_sessions`) per worker, spread over idle workers; once no worker is idle,
+    batched servers' queues deepen up to width x `depth` (the least filled first).
+    `reserved` workers have a batch being filled and are not idle.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, depth: int = BATCH_DEPTH) -> None:
+        self.depth = depth
         self.filling: list[tuple[Any, str, int, list[tuple[JobPlan, Unit]]]] = []  # (worker, host key, width, batch)
 
+    def _capacity(self, width: int) -> int:
+        return width if width == 1 else width * self.depth  # a one-session server stays one unit per worker
+
     def room(self, unit: Unit) -> bool:
-        return any(key == unit.host_key and len(batch) < width for _, key, width, batch in self.filling)
+        return any(key == unit.host_key and len(batch) < self._capacity(width) for _, key, width, batch in self.filling)
 
     def reserved(self, worker: Any) -> bool:
         return any(w is worker for w, *_ in self.filling)
 
-    def add(self, plan: JobPlan, unit: Unit, new_worker: Callable[[], Any]) -> None:
-        """Into a batch of its server with room, else a new batch on `new_worker()`."""
-        for _, key, width, batch in self.filling:
-            if key == unit.host_key and len(batch) < width:
-                batch.append((plan, unit))
+    def add(self, plan: JobPlan, unit: Unit, new_worker: Callable[[], Any | None]) -> None:
+        """Into a batch of its server under its width, else onto an idle worker (`new_worker()`,
+        None when there is none), else into the least filled batch of its server with room."""
+        mine = [(len(batch), k) for k, (_, key, _, batch) in enumerate(self.filling) if key == unit.host_key]
+        for n, k in mine:
+            if n < self.filling[k][2]:
+                self.filling[k][3].append((plan, unit))
                 return
-        self.filling.append((new_worker(), unit.host_key, max(1, plan.max_sessions), [(plan, unit)]))
+        worker = new_worker()
+        if worker is not None:
+            self.filling.append((worker, unit.host_key, max(1, plan.max_sessions), [(plan, unit)]))
+            return
+        room = [(n, k) for n, k in mine if n < self._capacity(self.filling[k][2])]
+        if not room:
+            raise RuntimeError(f"no worker has room for unit {unit.key}")  # the pool's `free` said there was
+        self.filling[min(room)[1]][3].append((plan, unit))
 
     def take(self) -> list[tuple[Any, list[tuple[JobPlan, Unit]]]]:
         out, self.filling = [(w, batch) for w, _, _, batch in self.filling], []

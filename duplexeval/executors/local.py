@@ -119,7 +119,7 @@ class LocalPool:
         slot.conn.send(task)
 
     def submit(self, plan: JobPlan, unit: Unit) -> None:
-        self.batches.add(plan, unit, lambda: self._idle()[0])
+        self.batches.add(plan, unit, lambda: next(iter(self._idle()), None))
 
     def flush(self) -> None:
         for slot, batch in self.batches.take():

@@ -149,7 +149,7 @@ class RayPool:
 
     def submit(self, plan: JobPlan, unit: Unit) -> None:
         self._pool(plan)
-        self.batches.add(plan, unit, lambda: self._idle(unit.host_key)[0])
+        self.batches.add(plan, unit, lambda: next(iter(self._idle(unit.host_key)), None))
 
     def flush(self) -> None:
         for actor, batch in self.batches.take():

@@ -32,7 +32,7 @@ class SerialPool:
         return not self.batches.filling or self.batches.room(unit)
 
     def submit(self, plan: JobPlan, unit: Unit) -> None:
-        self.batches.add(plan, unit, lambda: self.worker)
+        self.batches.add(plan, unit, lambda: None if self.batches.filling else self.worker)
 
     def flush(self) -> None:
         for _, batch in self.batches.take():

@@ -62,6 +62,9 @@ class ModelSpec:
     # `launch.batch_exact`: a session's bytes do not depend on the server's width (the
     # reference agents); when false the width is part of a run folder's resume identity.
     batch_exact: bool = False
+    # `latency_clock`: the clock that reproduces the model's published timing (None: no
+    # claim, the suite's clock decides); docs/runner.md, "The clock per model".
+    latency_clock: str | None = None
     # The resume identity: the spec's content less its display fields (specs.loader).
     identity_sha256: str = ""
 
@@ -172,6 +175,7 @@ def model_spec_from(obj: Any) -> ModelSpec:
         data=data,
         sessions_limit=_max_sessions(launch, where),
         batch_exact=bool(launch.get("batch_exact", False)),
+        latency_clock=_latency_clock(data, where),
         home=project_dir(obj.path, "models") if getattr(obj, "path", None) else REPO_ROOT,
     )
 
@@ -181,6 +185,15 @@ def _max_sessions(launch: dict[str, Any], where: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"{where}: launch.max_sessions must be an integer >= 1, got {n!r}")
     return n
+
+
+def _latency_clock(data: dict[str, Any], where: str) -> str | None:
+    """The spec's `latency_clock`, which must be one of the clocks it runs on."""
+    clock = data.get("latency_clock")
+    clocks = data.get("clocks", ["lockstep"])
+    if clock is not None and clock not in clocks:
+        raise ValueError(f"{where}: latency_clock {clock!r} is not one of its clocks ({', '.join(clocks)})")
+    return clock
 
 
 def load_model_spec(model_id: str, root: Path | None = None) -> ModelSpec:
