@@ -133,7 +133,10 @@ def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tu
         suite_clock = registry.get("suite", suite_id).data["clock"]
         for job in plan_suite(registry, suite_id):
             model = job.model.data
-            clock = "lockstep" if suite_id == "paper-mtr" and job.model.id in lockstep_mtr else suite_clock
+            if suite_id == "paper-mtr":  # per-model in the suite; --lockstep-mtr may override the specs
+                clock = "lockstep" if job.model.id in lockstep_mtr else "realtime"
+            else:
+                clock = job.clock or suite_clock
             frame_ms = float(model.get("audio", {}).get("frame_ms", 80))
             width, step = batch.get(job.model.id, (1, step_ms.get(job.model.id, frame_ms)))  # default: 1x real time
             context = context_of(job, clock)

@@ -186,7 +186,8 @@ class ItemBar:
               help="Write report.html and report.tex into the run folder at the end.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
-@click.option("--clock", type=click.Choice(["lockstep", "realtime"]), help="Override the suite's clock.")
+@click.option("--clock", type=click.Choice(["lockstep", "realtime", "per-model"]),
+              help="Override the suite's clock (per-model: each model's latency_clock).")
 @click.option("--dry-run", is_flag=True, help="Print the audio minutes each job would stream and, for paid "
               "realtime APIs, the cost; start nothing.")
 @click.option("--price-per-minute", type=click.FloatRange(min=0), help="Price of one streamed audio minute of a "

@@ -108,6 +108,7 @@ def build_manifest(run_id: str, suite_id: str, jobs: list, registry: Registry, c
                   "benchmark_sha256": j.benchmark.sha256, "identity": j.identity, "asr": j.bench["asr"],
                   "asr_config": _asr_config(j.bench["asr"]),
                   "judges": j.bench["judges"], "overrides": j.overrides, "readings": reading_values(j.bench),
+                  "clock": j.clock or clock,
                   **({"limit": j.limit} if j.limit is not None else {})} for j in jobs],
         "judges": judges,
     }

@@ -28,6 +28,9 @@ class Job:
     # At most this many items (the suite's `runs[].limit`); `--limit` may cut further. Not part
     # of the identity either: it chooses which items exist, not what any item is.
     limit: int | None = None
+    # The clock this job plays on when the suite says `clock: per-model` (the model's
+    # `latency_clock`, docs/runner.md "The clock per model"); None: the run's one clock.
+    clock: str | None = None
 
     @property
     def runner_model(self) -> Any:
@@ -68,8 +71,20 @@ class ImpossiblePair(ValueError):
     """A named (model, benchmark) pair that cannot run, with the reason."""
 
 
+PER_MODEL = "per-model"
+
+
+def model_clock(model: Spec, clock: str | None) -> str | None:
+    """The clock a job of `model` plays on: the run's clock, or under `per-model` the clock
+    its spec says reproduces its published latency (`latency_clock`), else its first clock."""
+    if clock != PER_MODEL:
+        return clock
+    return str(model.data.get("latency_clock") or model.data["clocks"][0])
+
+
 def pair_problem(model: Spec, bench: Spec, clock: str | None) -> str | None:
     """Why this model cannot run this benchmark (None: it can)."""
+    clock = model_clock(model, clock)
     if clock and clock not in model.data.get("clocks", [clock]):
         return f"model {model.id} does not support the {clock} clock (it supports {', '.join(model.data['clocks'])})"
     if not bench.data.get("dimension"):
@@ -105,7 +120,8 @@ def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = Non
                     continue
                 limit = next((r.get("limit") for r in suite.data["runs"]
                               if model_id in r["models"] and bench_id in r["benchmarks"]), None)
-                exact.append(Job(model, bench, apply_overrides(bench.data, overrides), overrides, limit=limit))
+                exact.append(Job(model, bench, apply_overrides(bench.data, overrides), overrides, limit=limit,
+                                 clock=model_clock(model, clock) if clock == PER_MODEL else None))
         if problems:
             raise ImpossiblePair("cannot run " + "; ".join(problems))
         return exact
@@ -120,8 +136,9 @@ def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = Non
                     continue
                 seen.add((model_id, bench_id))
                 bench = registry.get("benchmark", bench_id)
-                jobs.append(Job(registry.get("model", model_id), bench, apply_overrides(bench.data, overrides), overrides,
-                                limit=run.get("limit")))
+                model = registry.get("model", model_id)
+                jobs.append(Job(model, bench, apply_overrides(bench.data, overrides), overrides, limit=run.get("limit"),
+                                clock=model_clock(model, clock) if clock == PER_MODEL else None))
     if not jobs:
         in_suite = sorted({m for r in suite.data["runs"] for m in r["models"]})
         in_benches = sorted({b for r in suite.data["runs"] for b in r["benchmarks"]})

@@ -67,7 +67,7 @@ def estimate_jobs(jobs: Iterable[Any], clock: str, limit: int | None, price: flo
     out = []
     for job in jobs:
         bench, model = job.bench, job.model.data
-        model_clock = clock if clock in model.get("clocks", [clock]) else model["clocks"][0]
+        model_clock = getattr(job, "clock", None) or (clock if clock in model.get("clocks", [clock]) else model["clocks"][0])
         context = "-"
         if bench.get("dimension", "").startswith("mtr-"):
             context = context_mode(bench, list(model.get("capabilities", [])), model_clock)
@@ -105,7 +105,7 @@ def plan_for_estimate(registry: Any, suite_id: str, models: list[str] | None, be
     """The jobs a run would plan. A model outside the suite (`--models gpt-realtime` on paper-mpe)
     is paired with every benchmark of the suite, and a model without the suite's clock is
     estimated on its own, so a bill can be read before the model is added to a suite."""
-    from duplexeval.runfolder.plan import plan_suite
+    from duplexeval.runfolder.plan import PER_MODEL, plan_suite
 
     if not models:
         return plan_suite(registry, suite_id, None, benchmarks, clock=clock)
@@ -120,7 +120,7 @@ def plan_for_estimate(registry: Any, suite_id: str, models: list[str] | None, be
             jobs += plan_suite(registry, suite_id, [model_id], None, clock=clock)
         else:
             jobs += plan_suite(registry, suite_id, [model_id], benchmarks or every,
-                               clock=clock if clock in clocks else clocks[0])
+                               clock=clock if clock in clocks or clock == PER_MODEL else clocks[0])
     return jobs
 
 
@@ -136,7 +136,7 @@ def dry_run_lines(suite_id: str, models: list[str] | None, benchmarks: list[str]
     lines = [f"dry run of suite {suite_id} ({len(jobs)} job(s), {clock} clock): nothing is started"]
     for model_id in dict.fromkeys(j.model.id for j in jobs):
         data = next(j.model.data for j in jobs if j.model.id == model_id)
-        if clock not in data.get("clocks", [clock]):
+        if clock not in data.get("clocks", [clock]) and clock != "per-model":
             lines.append(f"note: {model_id} runs only on the {data['clocks'][0]} clock (the run needs --clock "
                          f"{data['clocks'][0]}); estimated on it")
         if data.get("launch", {}).get("backend") == "realtime-api" and model_price(data, price) is None:

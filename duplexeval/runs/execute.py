@@ -60,6 +60,7 @@ def sessions_record(jobs: list[Job], cap: int | None) -> dict[str, Any]:
 
 def plan_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None) -> JobPlan:
     """The job's work units, from its family's plug-in (duplexeval/benchmarks/); CannotRun says why it cannot run."""
+    clock = job.clock or clock
     if clock not in job.model.data["clocks"]:
         raise CannotRun(f"model {job.model.id} does not support the {clock} clock")
     family = benchmark_for(job.bench, job.benchmark.path)
