@@ -10,6 +10,11 @@ Two steps (docs/fdb.md, "Differential", records the figures):
     # 2. their scripts and ours on each sample folder (OUT, and their example_data/* folders)
     .venv/bin/python bench/fdb_differential.py compare --fdb-src SRC --their-python PY ROOT...
 
+    # 3. v1.0: a run of ours (e.g. runs/embedded) exported with `export-recordings --layout
+    #    fdb-authors`, their four v1.0 scripts on every exported folder, their averages
+    #    against our results.json (TOR, latency, backchannel frequency and JSD)
+    .venv/bin/python bench/fdb_differential.py v10 RUN_DIR --fdb-src SRC --their-python PY
+
 SRC is their `v1_v1.5` folder (`git archive` of github.com/DanielLin94144/Full-Duplex-Bench);
 PY a Python with what their scripts import (torch + torchaudio of one version, silero-vad,
 librosa, soundfile): this project's venv has no torchaudio, so a throwaway venv. Their
@@ -228,6 +233,89 @@ json.dump(calls, open(calls_file, "w"))
 '''
 
 
+V10_SHIM = r'''
+import sys, types, torch, torchaudio, soundfile
+def _read(path, *a, **k):   # as SHIM: torchaudio >= 2.9 reads files only through torchcodec
+    data, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    return torch.from_numpy(data.T.copy()), rate
+torchaudio.load = _read
+task, src, root = sys.argv[1:4]
+sys.path.insert(0, src)
+if task == "pause":
+    import eval_pause_handling as m; m.eval_pause_handling(root)
+elif task == "smooth-turn-taking":
+    import eval_smooth_turn_taking as m; m.eval_smooth_turn_taking(root)
+elif task == "backchannel":
+    import eval_backchannel as m; m.eval_backchannel(root)   # reads ./icc_gt_distribution.json (our cwd)
+else:
+    # A stand-in for their GPT client: the rating is an LLM's and is not compared; TOR and
+    # latency, computed before the call, are. The reply parses as a 4.
+    reply = types.SimpleNamespace(choices=[types.SimpleNamespace(message=types.SimpleNamespace(
+        content="Analysis: stand-in.\nI would rate the AI's response as 4."))])
+    client = types.SimpleNamespace(chat=types.SimpleNamespace(completions=types.SimpleNamespace(
+        create=lambda **kw: reply)))
+    import eval_user_interruption as m; m.eval_user_interruption(root, client)
+'''
+
+# Their printed averages -> our metric names.
+V10_LINES = {"Average take turn:": "tor", "Average latency:": "latency_s", "JSD - Mean:": "jsd",
+             "TOR - Mean:": "tor", "Frequency - Mean:": "frequency"}
+
+
+def _their_v10(task: str, py: str, src: Path, root: Path, cwd: Path) -> dict[str, float]:
+    proc = subprocess.run([py, "-c", V10_SHIM, task, str(src / "evaluation"), str(root)],
+                          capture_output=True, text=True, timeout=1800, cwd=str(cwd))
+    if proc.returncode != 0:
+        return {"failed": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"}
+    out: dict[str, float] = {}
+    for line in proc.stdout.splitlines():
+        for head, name in V10_LINES.items():
+            if line.strip().startswith(head):
+                out[name] = float(line.split(":", 1)[1].split("±")[0])
+    return out
+
+
+def compare_v10(run_dir: Path, py: str, src: Path) -> None:
+    """Every v1.0 folder of a run: their script's averages beside our results.json."""
+    work = Path(tempfile.mkdtemp(prefix="fdb-v10-"))
+    export = work / "export"
+    proc = subprocess.run([sys.executable, "-m", "duplexeval.cli", "export-recordings", str(run_dir), "--layout",
+                           "fdb-authors", str(export)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"export failed:\n{proc.stderr[-2000:]}")
+    agree = total = 0
+    failed: list[str] = []
+    for bench in sorted(b for b in export.glob("*/fdb-*") if b.is_dir()):
+        spec = json.loads((run_dir / bench.parent.name / bench.name / "results.json").read_text())
+        task = spec.get("task") or next((t for t in ("pause", "smooth-turn-taking", "backchannel", "user-interruption")
+                                          if t.replace("-", "") in bench.name.replace("-", "")), None)
+        if bench.name.startswith("fdb-v15") or task is None:
+            continue
+        cwd = work / "cwd" / bench.parent.name / bench.name
+        cwd.mkdir(parents=True)
+        samples = json.loads((run_dir / bench.parent.name / bench.name / "samples.json").read_text())["samples"]
+        refs = {s["id"]: s["reference"] for s in samples if s.get("reference") is not None}
+        (cwd / "icc_gt_distribution.json").write_text(json.dumps(refs))   # our reference distribution, their file name
+        theirs = _their_v10(task, py, src, bench, cwd)
+        if "failed" in theirs:   # e.g. their interruption script divides by zero when no sample takes the turn
+            failed.append(f"{bench.parent.name}/{bench.name}: their script failed ({theirs['failed']}); ours: "
+                          + ", ".join(f"{k}={v['value']}" for k, v in spec["metrics"].items()))
+            continue
+        ours = {k: v["value"] for k, v in spec["metrics"].items() if k in set(V10_LINES.values())}
+        for name, value in ours.items():
+            if value is None and name not in theirs:
+                continue          # no latency on either side (no turn taken)
+            total += 1
+            same = name in theirs and value is not None and abs(theirs[name] - value) <= 5e-4
+            agree += same
+            print(f"  {bench.parent.name}/{bench.name} {name}: theirs {theirs.get(name, theirs.get('failed'))} "
+                  f"ours {value} {'agree' if same else 'DIFFER'}")
+    print(f"v1.0: {agree} of {total} metric values agree (within 5e-4: their prints round to 4 places)")
+    for line in failed:
+        print("  not compared: " + line)
+    shutil.rmtree(work)
+
+
 def _their(mode: str, py: str, src: Path, root: Path) -> list[dict]:
     calls = root.parent / f"{root.name}-{mode}-calls.json"
     proc = subprocess.run([py, "-c", SHIM, mode, str(src / "evaluation"), str(root), str(calls)],
@@ -390,8 +478,14 @@ def main() -> None:
     c.add_argument("--fdb-src", type=Path, required=True, help="their v1_v1.5 folder")
     c.add_argument("--their-python", required=True, help="a Python with torch, torchaudio, silero-vad, librosa")
     c.add_argument("roots", type=Path, nargs="+", help="folders of sample folders (their --root_dir)")
+    v = sub.add_parser("v10")
+    v.add_argument("run_dir", type=Path, help="a run with v1.0 folders (e.g. runs/embedded)")
+    v.add_argument("--fdb-src", type=Path, required=True, help="their v1_v1.5 folder")
+    v.add_argument("--their-python", required=True, help="a Python with torch, torchaudio, silero-vad, scipy")
     args = ap.parse_args()
-    if args.cmd == "record":
+    if args.cmd == "v10":
+        compare_v10(args.run_dir, args.their_python, args.fdb_src)
+    elif args.cmd == "record":
         constructed(args.out)
         record(args.out, args.agents.split(","))
     else:

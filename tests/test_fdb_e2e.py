@@ -198,6 +198,16 @@ def test_export_recordings_writes_the_authors_layout_their_scripts_read(run_dir,
     assert samples and all((s / "output.wav").is_file() and (s / "pause.json").is_file() for s in samples)
     chunks = json.loads((samples[0] / "output.json").read_text())["chunks"]
     assert isinstance(chunks, list)
+    import soundfile as sf
+
+    # time-synchronous with the published input: cut where our scorer cuts, not at the last frame's end
+    played = json.loads((run_dir / "oracle" / "fdb-pause-synthetic" / "samples.json").read_text())["samples"]
+    seconds = {str(s["id"]): s["input_duration_s"] for s in played}
+    for folder in samples:
+        info = sf.info(str(folder / "output.wav"))
+        assert abs(info.frames / info.samplerate - seconds[folder.name]) <= 1 / info.samplerate
+    assert (out / "oracle" / "fdb-pause-synthetic.duplexeval-export.json").is_file()
+    assert [p.name for p in pause.iterdir() if not p.is_dir()] == [], "their scripts take every entry for a sample"
     interrupted = out / "oracle" / "fdb-user-interruption"
     said = [json.loads((s / "output.json").read_text())["chunks"] for s in interrupted.iterdir() if s.is_dir()]
     assert said and all(said), "the oracle answers every interruption"

@@ -148,7 +148,8 @@ def test_export_writes_their_layout_and_crops_the_asr_after_an_interruption(tmp_
     assert layout.check_sample(out / "int-7", "v1_0", "synthetic_user_interruption").files[-2:] == (
         "output.json", "output.wav")
     assert "clean_output.json" in layout.check_sample(out / "bg-12", "v1_5", "background_speech").files
-    manifest = json.loads((out / layout_export.EXPORT_FILE).read_text())
+    assert not (out / layout_export.EXPORT_FILE).exists(), "their scripts take every entry for a sample folder"
+    manifest = json.loads(layout_export.manifest_path(out).read_text())
     assert manifest["asr"] == {"backend": "stand-in"} and set(manifest["samples"]) == {"bg-12", "int-7"}
     with pytest.raises(FdbLayoutError, match="not empty"):
         layout_export.export_items(items, out, words_at_loud_stretches, asr={}, source="test")

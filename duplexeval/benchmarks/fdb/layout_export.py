@@ -10,7 +10,7 @@ whatever rate the published input had), `output.wav` (the model's channel, mono)
 For v1.0 user interruption their ASR step transcribes only the model's speech after the
 interruption ends and shifts the word times by that offset; `words_for` is called the same
 way here (`crop_s`), so output.json holds what theirs would. Which ASR made the words is
-the caller's choice and is recorded in `duplexeval-export.json` beside the folders.
+the caller's choice and is recorded in `<folder>.duplexeval-export.json` beside the folder.
 """
 
 from __future__ import annotations
@@ -27,6 +27,13 @@ from duplexeval.benchmarks.fdb import layout
 from duplexeval.io import atomic_write_json, sha256_file
 
 EXPORT_FILE = "duplexeval-export.json"
+
+
+def manifest_path(out: Path) -> Path:
+    """Where an export's manifest goes: beside `out`, not in it. Their scripts take every entry
+    of the folder for a sample folder (eval_pause_handling.py and eval_smooth_turn_taking.py
+    list it and open <entry>/output.json), so a file inside would stop them."""
+    return out.parent / f"{out.name}.{EXPORT_FILE}"
 LAYOUT = "fdb-authors"
 ANNOTATION_FILES = ("pause.json", "turn_taking.json", "interrupt.json", "transcription.json", "metadata.json",
                     "context.wav", "interrupt.wav")
@@ -92,6 +99,17 @@ def read_played(recording: Path) -> Played:
     return Played(heard, said, rate)
 
 
+def cut_to_input(played: Played, input_wav: Path) -> Played:
+    """The playback cut to the published input's length: their output.wav is time-synchronous
+    with input.wav, and our recording runs on to the end of its last frame (what our scorer
+    cuts off too), so a longer output.wav would give their backchannel rule more bins."""
+    import soundfile as sf
+
+    info = sf.info(str(input_wav))
+    n = int(round(info.frames / info.samplerate * played.rate))
+    return Played(played.heard[:n], played.said[:n], played.rate) if n < len(played.said) else played
+
+
 def export_items(items: dict[str, tuple[Path, Path | None, Path | None]], out: Path, words_for: WordsFor, *,
                  asr: dict[str, Any], source: str) -> tuple[list[str], dict[str, str]]:
     """item id -> (recording.wav, its imported sample folder or None, the clean run's recording.wav or None)
@@ -112,10 +130,14 @@ def export_items(items: dict[str, tuple[Path, Path | None, Path | None]], out: P
         except (OSError, ValueError, RuntimeError) as exc:   # soundfile's errors are RuntimeErrors
             skipped[item_id] = f"unreadable recording: {exc}"
             continue
+        if sample is not None and (sample / "input.wav").is_file():
+            played = cut_to_input(played, sample / "input.wav")
+        if clean is not None and sample is not None and (sample / "clean_input.wav").is_file():
+            clean = cut_to_input(clean, sample / "clean_input.wav")
         names = write_sample(out / item_id, sample, played, words_for, clean=clean)
         written[item_id] = {"files": {n: sha256_file(out / item_id / n) for n in names},
                             "sample": str(sample) if sample else None}
-    atomic_write_json(out / EXPORT_FILE, {"layout": LAYOUT, "layout_version": layout.LAYOUT_VERSION,
+    atomic_write_json(manifest_path(out), {"layout": LAYOUT, "layout_version": layout.LAYOUT_VERSION,
                                           "source": source, "asr": asr, "samples": written,
                                           "not_exported": skipped})
     return sorted(written), skipped
