@@ -7,23 +7,16 @@ metrics matter; the report follows it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from duplexeval.runfolder.run_dir import ResultFile
 
-SPEC_SNAPSHOT = "benchmark.json"  # the resolved benchmark spec the run wrote beside its results
-
 
 def _spec_of(result: ResultFile) -> dict[str, Any] | None:
     """The benchmark spec the run used (its snapshot), else today's spec of the same id."""
-    snapshot = result.folder / SPEC_SNAPSHOT
-    try:
-        data = json.loads(snapshot.read_text("utf-8"))
-        if isinstance(data, dict) and isinstance(data.get("report"), dict):
-            return data
-    except (OSError, ValueError):
-        pass
+    data = result.spec_snapshot()
+    if data is not None and isinstance(data.get("report"), dict):
+        return data
     try:
         from duplexeval.specs import default_registry
 

@@ -16,7 +16,6 @@ a third benchmark appears in the report without a line of report code.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol
@@ -29,7 +28,6 @@ from duplexeval.runfolder.run_dir import ResultFile, RunDir
 
 TEMPLATES = Path(__file__).parent / "templates"
 SLOTS = ("headline.html", "charts.html", "details.html", "headline.tex", "details.tex")
-SPEC_SNAPSHOT = "benchmark.json"
 
 
 @dataclass
@@ -79,12 +77,9 @@ Families = Mapping[str, FamilyReport]
 def family_of(result: ResultFile) -> str:
     """The family a results.json belongs to: its benchmark spec's `benchmark:` (the snapshot the
     run wrote, else today's spec of that id), else `results.json`'s own `family`; '' when unknown."""
-    try:
-        snap = json.loads((result.folder / SPEC_SNAPSHOT).read_text("utf-8"))
-        if isinstance(snap, dict) and isinstance(snap.get("benchmark"), str):
-            return snap["benchmark"]
-    except (OSError, ValueError):
-        pass
+    snap = result.spec_snapshot()
+    if snap is not None and isinstance(snap.get("benchmark"), str):
+        return snap["benchmark"]
     try:
         from duplexeval.specs import default_registry
 

@@ -44,6 +44,17 @@ class ResultFile:
     def rounds(self) -> dict[str, dict[str, Any]]:
         return self.data.get("rounds") or {}
 
+    def spec_snapshot(self) -> dict[str, Any] | None:
+        """The resolved benchmark spec the run wrote beside results.json (bench_folders.SPEC_SNAPSHOTS:
+        what the run used, whatever the spec file says today); None when absent or unreadable."""
+        from duplexeval.runfolder.bench_folders import SPEC_SNAPSHOTS
+
+        try:
+            data = json.loads((self.folder / SPEC_SNAPSHOTS[0]).read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
 
 @dataclass
 class RunDir:

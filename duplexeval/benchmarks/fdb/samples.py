@@ -55,9 +55,10 @@ def data_root(bench: dict[str, Any]) -> Path:
         return rendered_root(p, cache_root())
     if not p.is_dir():
         # A copy imported with `duplexeval data import fdb PATH` serves when the suite's path is absent.
+        from duplexeval.benchmarks.fdb.layout_import import DATA_SET
         from duplexeval.data.imported import ready
 
-        imported = ready("fdb")
+        imported = ready(DATA_SET)
         version = VERSION_FOLDER.get(bench["dimension"], "v1_0")
         if imported is not None and (imported / version).is_dir():
             return imported / version

@@ -33,6 +33,18 @@ def judged_speech(rec: dict[str, Any]) -> list[tuple[float, float]]:
     return [s] if s else []
 
 
+def _group_ticks(chart: Chart, r: ResultFile, x: float, baseline: float) -> None:
+    """A bar group's two tick lines under the axis: the model, then its condition (or benchmark)."""
+    for dy, text in ((16, r.model), (30, r.condition or r.benchmark)):
+        chart.items.append({"kind": "text", "x": x, "y": baseline + dy, "text": text, "anchor": "middle", "cls": "tick"})
+
+
+def _start_window(results: list[ResultFile]) -> str:
+    """Start's window as the runs' specs set it (metrics.start.window_s), for the legend."""
+    windows = {(r.spec_snapshot() or {}).get("metrics", {}).get("start", {}).get("window_s") for r in results}
+    return f"{windows.pop():g} s" if len(windows) == 1 and None not in windows else "the spec's window"
+
+
 def start_presence_bars(results: list[ResultFile]) -> Chart | None:
     """Start vs response presence, one pair of bars per model x condition.
 
@@ -61,11 +73,8 @@ def start_presence_bars(results: list[ResultFile]) -> Chart | None:
                                        f"({m.get('numerator')}/{m.get('denominator')})"})
             chart.items.append({"kind": "text", "x": rounded(x + bar_w / 2), "y": rounded(top + plot_h - h - 4),
                                 "text": f"{value:.2f}", "anchor": "middle", "cls": "val"})
-        chart.items.append({"kind": "text", "x": rounded(x0 + bar_w + 2), "y": top + plot_h + 16, "text": r.model,
-                            "anchor": "middle", "cls": "tick"})
-        chart.items.append({"kind": "text", "x": rounded(x0 + bar_w + 2), "y": top + plot_h + 30,
-                            "text": r.condition or r.benchmark, "anchor": "middle", "cls": "tick"})
-    chart.legend = [{"cls": "bar-start", "text": "Start (fresh onset within 5 s)"},
+        _group_ticks(chart, r, rounded(x0 + bar_w + 2), top + plot_h)
+    chart.legend = [{"cls": "bar-start", "text": f"Start (fresh onset within {_start_window(entries)})"},
                     {"cls": "bar-presence", "text": "presence (fresh + already speaking)"}]
     return chart
 
@@ -100,10 +109,7 @@ def stop_yield_bars(results: list[ResultFile]) -> Chart | None:
                                 "tip": f"{r.model} {r.condition or r.benchmark} {tip}"})
             chart.items.append({"kind": "text", "x": rounded(x + bar_w / 2), "y": rounded(top + plot_h - h - 4),
                                 "text": "–" if value is None else f"{v:.2f}", "anchor": "middle", "cls": "val"})
-        chart.items.append({"kind": "text", "x": rounded(x0 + bar_w + 2), "y": top + plot_h + 16, "text": r.model,
-                            "anchor": "middle", "cls": "tick"})
-        chart.items.append({"kind": "text", "x": rounded(x0 + bar_w + 2), "y": top + plot_h + 30,
-                            "text": r.condition or r.benchmark, "anchor": "middle", "cls": "tick"})
+        _group_ticks(chart, r, rounded(x0 + bar_w + 2), top + plot_h)
     chart.legend = [{"cls": "bar-start", "text": "Stop (yields / eligible)"},
                     {"cls": "bar-presence", "text": "yield rate over all N4"}]
     return chart
