@@ -82,6 +82,9 @@ def main() -> int:
     parser.add_argument("--no-graph-pass", action="store_true",
                         help="skip the second pass (the batched step costs without CUDA graphs, in a child process)")
     parser.add_argument("--batch-only", action="store_true", help="only the batched step costs (the child's pass)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="after the batched costs, cProfile N batched steps at the widest width and print "
+                             "the 20 functions with the most own time (where a batched step's time goes)")
     args = parser.parse_args()
 
     try:
@@ -250,6 +253,18 @@ def main() -> int:
                   f"({n * 80.0 / ms:.1f}x real time together; {'fits' if ms <= 80.0 else 'does not fit'} "
                   f"in an 80 ms frame), CUDA graphs {'on' if graphs else 'off'}", flush=True)
         print(f"INFO sessions at 1x real time per device: {fits} (the widest N measured whose step fits a frame)")
+        if args.profile:
+            import cProfile
+            import pstats
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for i in range(4, 4 + args.profile):
+                server.step_batch([(m, i, user[i], None) for m in models])
+            sync()
+            profiler.disable()
+            print(f"INFO profile of {args.profile} batched steps at N={widths[-1]} (own time, top 20):")
+            pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(20)
 
     failures = 0
     checks = () if args.batch_only else (("speed", check_speed), ("fork", check_fork),
