@@ -73,6 +73,7 @@ def standin(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     yield server
     server.stop()
+    assert server.invalid == []  # every event it sent is one the openai SDK's types accept
 
 
 def items(n: int, seconds: float = 1.2):
