@@ -76,6 +76,7 @@ class StandInRealtimeServer:
     paths: list[str] = field(default_factory=list)
     port: int = 0
     reply_text: str | None = None  # None: the answer is a 0.6 s tone; text: flite says it (Silero hears speech)
+    pace_s: float = 0.02           # between 200 ms deltas: faster than real time, as the API sends them (0.2: real time)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> "StandInRealtimeServer":
@@ -248,7 +249,7 @@ class StandInRealtimeServer:
             for k in range(0, len(pcm), step):
                 await self.delta(ws, rid, item, pcm[k: k + step])
                 sent = k + step
-                await asyncio.sleep(0.5 if (self.mode == "gap" and k == 0) else 0.02)
+                await asyncio.sleep(0.5 if (self.mode == "gap" and k == 0) else self.pace_s)
         except asyncio.CancelledError:
             status = "cancelled"
         if status == "completed":
