@@ -105,9 +105,11 @@ class RealtimeBridge(DuplexServer):
         if self.budget is None or self.reservation is None:
             return
         cost = self.session_cost(frame_s)
-        if cost <= self.reserved:
+        if cost <= self.reserved + 1e-9:
             return
-        more = max(cost - self.reserved, self.budget.pricing.estimate(self.budget.next_item_s))
+        # A tenth of an item at a time: enough not to lock the ledger every frame, little enough
+        # not to refuse a session that needs only a little more than its estimate.
+        more = max(cost - self.reserved, 0.1 * self.budget.pricing.estimate(self.budget.next_item_s))
         try:
             self.budget.reserve(more, self.reservation)
         except BudgetExceeded as exc:
