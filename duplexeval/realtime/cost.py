@@ -209,7 +209,9 @@ class Budget:
 
     def state(self) -> tuple[float, float]:
         """(spent, reserved by sessions still open): settled costs, and open reservations of live bridges."""
-        spent, reserved, settled = 0.0, {}, set()
+        spent = 0.0
+        reserved: dict[str, float] = {}
+        settled: set[Any] = set()
         for e in self._entries():
             if e.get("kind") == "reserve":
                 if _alive(e.get("pid")):

@@ -87,10 +87,15 @@ def session_update(cfg: RealtimeConfig, prompt: str | None) -> dict:
     return {"type": "session.update", "session": deep_merge(session, cfg.session)}
 
 
+def _map(value: Any) -> dict[str, Any]:
+    """A server's field that should be a mapping, as one (empty when it is not)."""
+    return value if isinstance(value, dict) else {}
+
+
 def turn_detection_of(session: dict) -> dict | None:
     """The turn detection a session.update (or the server's session) sets, in either shape."""
-    audio = session.get("audio") if isinstance(session.get("audio"), dict) else {}
-    inp = audio.get("input") if isinstance(audio.get("input"), dict) else {}
+    audio = _map(session.get("audio"))
+    inp = _map(audio.get("input"))
     turn = inp.get("turn_detection", session.get("turn_detection"))
     return turn if isinstance(turn, dict) else None
 
@@ -106,9 +111,9 @@ def reported_rates(session: dict) -> dict[str, int | str]:
     """The audio rates a server's session says it uses: GA `audio.<dir>.format.rate`, or a beta
     format name ("pcm16" is 24 kHz to OpenAI, a server's own default elsewhere: returned as the name)."""
     out: dict[str, int | str] = {}
-    audio = session.get("audio") if isinstance(session.get("audio"), dict) else {}
+    audio = _map(session.get("audio"))
     for direction in ("input", "output"):
-        block = audio.get(direction) if isinstance(audio.get(direction), dict) else {}
+        block = _map(audio.get(direction))
         fmt = block.get("format")
         if isinstance(fmt, dict) and isinstance(fmt.get("rate"), int) and not isinstance(fmt.get("rate"), bool):
             out[direction] = fmt["rate"]
@@ -263,7 +268,7 @@ class RemoteSession:
             return  # transcript/text deltas: the .done event carries the whole text
         kept: dict[str, Any] = {"event": kind, "arrival_ms": round(self.timing.stream_time(t) * 1000, 1)}
         kept.update({k: event[k] for k in KEPT_FIELDS if k in event})
-        resp = event.get("response") if isinstance(event.get("response"), dict) else {}
+        resp = _map(event.get("response"))
         if kind == "session.updated":
             self._session_updated(event, kept)
         elif kind in ("input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"):
@@ -307,9 +312,9 @@ class RemoteSession:
 
     def _session_updated(self, event: dict, kept: dict) -> None:
         """The server's session: its turn detection decides interruptions, its rates must be ours."""
-        session = event.get("session") if isinstance(event.get("session"), dict) else {}
-        audio = session.get("audio") if isinstance(session.get("audio"), dict) else {}
-        block = audio.get("input") if isinstance(audio.get("input"), dict) else {}
+        session = _map(event.get("session"))
+        audio = _map(session.get("audio"))
+        block = _map(audio.get("input"))
         if "turn_detection" in block or "turn_detection" in session:  # the server says what it does
             self.interrupts = interrupts(session)
         kept["interrupts"] = self.interrupts
