@@ -201,3 +201,17 @@ def test_a_token_priced_cap_settles_each_session_at_its_billed_tokens_and_is_nev
     assert sum(e["cost"] for e in settled) <= 0.0114
     status = json.loads((tmp_path / "run" / "items" / "talk-2" / "status.json").read_text())
     assert status["error_code"] in ("BUDGET", "STARTUP") and "not run" in status["reason"], status
+
+
+def test_full_duplex_bench_measures_its_unit_from_the_placed_samples(tmp_path):
+    import soundfile as sf
+
+    from duplexeval.benchmarks.registry import plugins
+
+    fdb = plugins()["full-duplex-bench"]
+    for name, seconds in (("a", 10.0), ("b", 20.0)):
+        (tmp_path / "subset" / name).mkdir(parents=True)
+        sf.write(tmp_path / "subset" / name / "input.wav", np.zeros(int(seconds * 16000), np.float32), 16000)
+    assert fdb.unit_audio_s({"data": {"path": str(tmp_path)}}) == pytest.approx(15.0)
+    assert fdb.unit_audio_s({"data": {"path": str(tmp_path / "absent")}}) == 30.0  # not placed: the stated assumption
+    assert fdb.planned_units({"data": {"count": 137}}) == 137 and fdb.planned_units({"data": {}}) is None

@@ -58,8 +58,8 @@ def estimate_jobs(jobs: Iterable[Any], clock: str, limit: int | None, price: flo
 
 
 def format_estimate(estimates: list[JobEstimate]) -> list[str]:
-    lines = ["Audio per unit: each family's unit_audio_s (docs/models.md, \"Cost\"; MTR without fork replays "
-             "rounds 1..k for round k); units: data.count or a local data set's files. Billing: tokens = the spec's "
+    lines = ["Audio per unit: each family's unit_audio_s (docs/models.md, \"Cost\"; a unit that replays earlier "
+             "rounds counts them); units: data.count or a local data set's files. Billing: tokens = the spec's "
              "token_prices x the tokens of an assumed session (its token_estimate); per minute = streamed input minutes",
              "| model | benchmark | units | s/unit | audio (min) | billing | cost |", "|---|---|---|---|---|---|---|"]
     total_min = total_cost = 0.0
