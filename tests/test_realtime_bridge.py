@@ -46,6 +46,7 @@ def standin(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     yield server
     server.stop()
+    assert server.invalid == []  # every event it sent is one the openai SDK's types accept
 
 
 def spec_for(server: StandInRealtimeServer, **realtime):
@@ -108,8 +109,8 @@ def test_user_speech_over_the_model_drops_its_unplayed_audio_and_truncates_the_i
     assert 0 < heard_s < 0.5, heard_s  # the first 0.6 s answer was cut, not played to the end
 
 
-def test_a_keyless_vllm_omni_spec_speaks_the_beta_session_shape(tmp_path, monkeypatch):
-    server = StandInRealtimeServer(key="no-key").start()  # a server without keys: the bridge sends a placeholder
+def test_a_keyless_vllm_omni_spec_opens_the_duplex_endpoint_with_its_rates(tmp_path, monkeypatch):
+    server = StandInRealtimeServer(key="no-key", dialect="vllm-omni").start()  # no keys: the bridge sends a placeholder
     try:
         data = json.loads(json.dumps(load_model_spec("vllm-omni-personaplex").data))
         data["launch"]["realtime"]["max_send_lateness_ms"] = 2000
@@ -119,9 +120,13 @@ def test_a_keyless_vllm_omni_spec_speaks_the_beta_session_shape(tmp_path, monkey
         server.stop()
     status, events = read_item(tmp_path / "i")
     assert res.status == "ok", status
+    path, query = server.paths[0].split("?")
+    assert path == "/v1/realtime" and "duplex=1" in query.split("&"), server.paths  # not the turn-based path
     update = next(e for e in server.received if e["type"] == "session.update")["session"]
-    assert update["input_audio_format"] == "pcm16" and update["turn_detection"] is None  # the server decides
-    assert status["remote_timing"]["receive"]["deltas"] > 0
+    # GA formats with their rate (a beta "pcm16" label has none, and vLLM-Omni reads it as 16 kHz)
+    assert update["audio"]["input"]["format"] == {"type": "audio/pcm", "rate": 24000}
+    assert update["audio"]["input"]["turn_detection"] is None  # the server decides when to speak
+    assert status["remote_timing"]["receive"]["deltas"] > 0 and server.invalid == []
     assert "dropped_samples" not in next(e for e in events if e.get("event") == "input_audio_buffer.speech_started")
 
 
@@ -230,7 +235,10 @@ def test_the_realtime_specs_keep_their_status_and_realtime_clock():
     ("base_url", "http://api.example/v1", "base_url must be a ws:// or wss:// URL"),
     ("api_key_env", "sk-live-key", "api_key_env must be an environment variable name"),
     ("turn_detection", "sometimes", "turn_detection must be one of"),
-    ("max_send_lateness_ms", -5, "max_send_lateness_ms must be a number > 0"),
+    ("max_send_lateness_ms", -5, "max_send_lateness_ms must be a finite number > 0"),
+    ("jitter_buffer_ms", float("nan"), "jitter_buffer_ms must be a finite number >= 0"),
+    ("turn_detection", "none", "turn_detection none needs duplex: true"),
+    ("token_prices", {"output_audio": 64.0, "tips": 1.0}, "token_prices must map some of"),
 ])
 def test_a_bad_realtime_field_is_named(field, value, words):
     data = json.loads(json.dumps(load_model_spec("gpt-realtime").data))

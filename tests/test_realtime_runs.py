@@ -57,6 +57,7 @@ def standin():
     server = StandInRealtimeServer(key=KEY, reply_text="The pie is eight dollars.").start()
     yield server
     server.stop()
+    assert server.invalid == []  # every event it sent is one the openai SDK's types accept
 
 
 @pytest.fixture(scope="module")

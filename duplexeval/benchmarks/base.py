@@ -132,6 +132,21 @@ class Benchmark(ABC):
         Empty (the default): the family's recordings are written in no other layout."""
         return {}
 
+    def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                     clock: str = "realtime") -> float | None:
+        """Seconds of audio one work unit of this benchmark streams to a model with these
+        capabilities on this clock (an MTR dialogue without fork replays its rounds): the
+        dry run's audio minutes, a paid API's cost estimate and `--max-cost`'s reservation per
+        session (duplexeval/runs/cost_estimate.py). None (the default): unknown, and the
+        estimate says so rather than guessing for the family."""
+        return None
+
+    def planned_units(self, bench: dict[str, Any]) -> int | None:
+        """How many units the benchmark's data holds, known without generating anything: the
+        spec's `data.count` by default; a family may count a local data set's files instead."""
+        count = bench.get("data", {}).get("count")
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
+
     def commands(self) -> list[click.Command]:
         """Click commands the family adds to `duplexeval` (e.g. `scenes`, `mtr`)."""
         return []

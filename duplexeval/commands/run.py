@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from duplexeval.commands.bounds import check_backend, check_executor, run_id_name
+from duplexeval.commands.bounds import check_backend, check_executor, finite, run_id_name
 from duplexeval.commands.runner import backend_options
 from duplexeval.executors.core import UnitFailed
 from duplexeval.io import atomic_write_json
@@ -190,10 +190,11 @@ class ItemBar:
               help="Override the suite's clock (per-model: each model's latency_clock).")
 @click.option("--dry-run", is_flag=True, help="Print the audio minutes each job would stream and, for paid "
               "realtime APIs, the cost; start nothing.")
-@click.option("--price-per-minute", type=click.FloatRange(min=0), help="Price of one streamed audio minute of a "
-              "realtime-API model (default: its spec's launch.realtime.price_per_minute).")
-@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop paid realtime-API sessions before the next one "
-              "would cross this cost (its items are redone by a resume with a higher limit).")
+@click.option("--price-per-minute", type=float, callback=finite(0.0), help="Bill realtime-API models per streamed "
+              "audio minute at this price (default: each spec's launch.realtime.token_prices, or its price_per_minute).")
+@click.option("--max-cost", type=float, callback=finite(0.0), help="Never spend more than this on paid realtime-API "
+              "sessions: each reserves its estimate before it starts and more as it grows; sessions that do not fit "
+              "are not run (redone by a resume with a higher limit), and the run exits non-zero.")
 @backend_options
 @executor_options
 def run(suite_id, models, benchmarks, run_id, fresh, with_report, runs_dir, limit, clock, dry_run, price_per_minute,

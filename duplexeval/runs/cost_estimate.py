@@ -1,6 +1,9 @@
 """The dry run's cost estimate of a suite (`duplexeval run --dry-run`) and the budget a run
 hands its realtime bridges (`--max-cost`): the part of duplexeval/realtime/cost.py that plans
 the suite, so it sits above the benchmarks it counts (the ledger and guard stay there).
+
+It names no benchmark: each family says how many units a benchmark has and how long one
+unit's audio is (`planned_units`, `unit_audio_s` in duplexeval/benchmarks/base.py).
 """
 
 from __future__ import annotations
@@ -9,92 +12,69 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from duplexeval.realtime.cost import ASSUMED_UNIT_S, JobEstimate, budget_env
+from duplexeval.realtime.cost import JobEstimate, Pricing, budget_env
 
 
-def unit_seconds(bench: dict[str, Any], context: str) -> float:
-    dimension = bench.get("dimension", "")
-    if dimension == "mpe":
-        return ASSUMED_UNIT_S["mpe"]
-    if dimension == "mtr-quality":
-        return ASSUMED_UNIT_S["mtr-quality"]
-    if dimension in ("mtr-instruction", "mtr-safety"):
-        return ASSUMED_UNIT_S["mtr-query"]
-    rounds = int(bench.get("rounds", 10))
-    played = rounds if context == "fork" else rounds * (rounds + 1) / 2  # without fork, round k plays k rounds
-    return played * ASSUMED_UNIT_S["mtr-round"]
+def job_units(job: Any) -> int | None:
+    """The family's count for the benchmark as the suite runs it, else for the spec as written
+    (a suite that points `data` at a copy placed by hand names no count: it is the same set)."""
+    from duplexeval.benchmarks.registry import benchmark_for
+
+    plugin = benchmark_for(job.bench)
+    count = plugin.planned_units(job.bench)
+    if count is None and getattr(job, "benchmark", None) is not None:
+        count = plugin.planned_units(job.benchmark.data)
+    return count
 
 
-def local_data_count(bench: dict[str, Any]) -> int | None:
-    """Units of a benchmark whose data is a local file or folder (the embedded sets), else None.
+def job_unit_s(job: Any, clock: str) -> float | None:
+    from duplexeval.benchmarks.registry import benchmark_for
 
-    MPE: one unit per scene file; MTR feature dialogues and quality clips: one per dialogue;
-    instruction and safety: one per query (round), as `data.count` counts them in the paper specs.
-    """
-    from duplexeval.resources import bundle_root
-
-    path = bench.get("data", {}).get("path")
-    if not path:
-        return None
-    where = Path(path) if Path(path).is_absolute() else bundle_root() / path
-    dimension = bench.get("dimension", "")
-    try:
-        if dimension == "mpe":
-            return len(list(where.glob("*.yaml"))) if where.is_dir() else None
-        import yaml
-
-        dialogues = yaml.safe_load(where.read_text("utf-8")).get("dialogues", [])
-    except (OSError, ValueError, AttributeError):
-        return None
-    if dimension in ("mtr-instruction", "mtr-safety"):
-        return sum(len(d.get("rounds", [])) for d in dialogues)
-    return len(dialogues)
+    model = job.model.data
+    return benchmark_for(job.bench).unit_audio_s(job.bench, capabilities=tuple(model.get("capabilities", [])),
+                                                 clock=clock)
 
 
-def model_price(model_data: dict[str, Any], override: float | None) -> float | None:
-    """The run's price, else the spec's; None for a model that is not a paid API."""
+def model_pricing(model_data: dict[str, Any], override: float | None) -> Pricing | None:
+    """The run's price per minute, else the spec's token prices or price per minute; None for a
+    model that is not a paid API (or has no price)."""
     if model_data.get("launch", {}).get("backend") != "realtime-api":
         return None
-    if override is not None:
-        return override
-    return model_data["launch"].get("realtime", {}).get("price_per_minute")
+    return Pricing.of(model_data["launch"].get("realtime", {}), override)
 
 
 def estimate_jobs(jobs: Iterable[Any], clock: str, limit: int | None, price: float | None) -> list[JobEstimate]:
     """One estimate per job (`duplexeval.runfolder.plan.Job`)."""
-    from duplexeval.benchmarks.mtr.items import context_mode
-
     out = []
     for job in jobs:
-        bench, model = job.bench, job.model.data
+        model = job.model.data
         model_clock = getattr(job, "clock", None) or (clock if clock in model.get("clocks", [clock]) else model["clocks"][0])
-        context = "-"
-        if bench.get("dimension", "").startswith("mtr-"):
-            context = context_mode(bench, list(model.get("capabilities", [])), model_clock)
-        count = bench.get("data", {}).get("count") or local_data_count(bench)
+        count = job_units(job)
         caps = [n for n in (count, limit, getattr(job, "limit", None)) if isinstance(n, int)]
-        units = min(caps) if caps else None
-        out.append(JobEstimate(job.model.id, job.benchmark.id, units, unit_seconds(bench, context), model_price(model, price)))
+        units = min(caps) if caps and count is not None else None
+        out.append(JobEstimate(job.model.id, job.benchmark.id, units, job_unit_s(job, model_clock),
+                               model_pricing(model, price)))
     return out
 
 
 def format_estimate(estimates: list[JobEstimate]) -> list[str]:
-    lines = ["Assumed audio per unit (bench/project_paper_suites.py): "
-             + ", ".join(f"{k} {v:g} s" for k, v in ASSUMED_UNIT_S.items())
-             + "; MTR without fork replays rounds 1..k for round k; a local data set is counted from its"
-             " file (every dialogue: an upper bound for a feature benchmark)",
-             "| model | benchmark | units | audio (min) | price/min | cost |", "|---|---|---|---|---|---|"]
+    lines = ["Audio per unit: each family's unit_audio_s (docs/models.md, \"Cost\"; a unit that replays earlier "
+             "rounds counts them); units: data.count or a local data set's files. Billing: tokens = the spec's "
+             "token_prices x the tokens of an assumed session (its token_estimate); per minute = streamed input minutes",
+             "| model | benchmark | units | s/unit | audio (min) | billing | cost |", "|---|---|---|---|---|---|---|"]
     total_min = total_cost = 0.0
     unknown = False
     for e in estimates:
         units = "?" if e.units is None else str(e.units)
+        unit_s = "?" if e.unit_s is None else f"{e.unit_s:g}"
         minutes = "?" if e.minutes is None else f"{e.minutes:.1f}"
-        price = "-" if e.price_per_minute is None else f"{e.price_per_minute:g}"
+        billing = "-" if e.pricing is None else (f"{e.pricing.per_minute:g}/min" if e.pricing.per_minute is not None
+                                                 else "tokens")
         cost = "-" if e.cost is None else f"{e.cost:.2f}"
-        lines.append(f"| {e.model} | {e.benchmark} | {units} | {minutes} | {price} | {cost} |")
+        lines.append(f"| {e.model} | {e.benchmark} | {units} | {unit_s} | {minutes} | {billing} | {cost} |")
         total_min += e.minutes or 0.0
         total_cost += e.cost or 0.0
-        unknown |= e.units is None
+        unknown |= e.minutes is None
     lines.append(f"total: {total_min:.1f} audio minutes, cost {total_cost:.2f}"
                  + (" (jobs with unknown size not counted)" if unknown else ""))
     return lines
@@ -139,8 +119,8 @@ def dry_run_lines(suite_id: str, models: list[str] | None, benchmarks: list[str]
         if clock not in data.get("clocks", [clock]) and clock != "per-model":
             lines.append(f"note: {model_id} runs only on the {data['clocks'][0]} clock (the run needs --clock "
                          f"{data['clocks'][0]}); estimated on it")
-        if data.get("launch", {}).get("backend") == "realtime-api" and model_price(data, price) is None:
-            lines.append(f"note: {model_id} is a paid API with no price: give --price-per-minute")
+        if data.get("launch", {}).get("backend") == "realtime-api" and model_pricing(data, price) is None:
+            lines.append(f"note: {model_id} is a realtime API with no price (free, or give --price-per-minute)")
     return lines + format_estimate(estimate_jobs(jobs, clock, limit or suite.get("limit"), price))
 
 
@@ -150,13 +130,19 @@ def apply_budget(jobs: list[Any], run_dir: Path, clock: str, limit: int | None, 
 
     Raises ValueError when --max-cost cannot be enforced: a paid model without any price.
     """
+    from duplexeval.realtime.cost import check_amount
+
+    if price is not None:
+        check_amount(price, "--price-per-minute")
+    if max_cost is not None:
+        check_amount(max_cost, "--max-cost")
     estimates = estimate_jobs(jobs, clock, limit, price)
     if max_cost is not None:
-        unpriced = sorted({e.model for e in estimates if e.price_per_minute is None
+        unpriced = sorted({e.model for e in estimates if e.pricing is None
                            and next(j for j in jobs if j.model.id == e.model).model.data["launch"]["backend"] == "realtime-api"})
         if unpriced:
-            raise ValueError(f"--max-cost needs a price per minute for {', '.join(unpriced)}: give --price-per-minute "
-                             "or set launch.realtime.price_per_minute in the spec")
+            raise ValueError(f"--max-cost needs a price for {', '.join(unpriced)}: give --price-per-minute "
+                             "or set launch.realtime.token_prices (or price_per_minute) in the spec")
     env = budget_env(run_dir, max_cost, price, estimates)
     os.environ.update(env)  # the bridges (and local workers) inherit it
     return env

@@ -9,6 +9,7 @@ the configuration.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -21,6 +22,11 @@ KEY_ENV_PATTERN = re.compile(r"^[A-Z][A-Z0-9_]*(_API_KEY|_TOKEN)$")  # duplexeva
 DEFAULT_MAX_SEND_LATENESS_MS = 250.0
 DEFAULT_STALL_TIMEOUT_S = 15.0
 DEFAULT_CONNECT_RETRIES = 3
+DEFAULT_JITTER_BUFFER_MS = 80.0
+# Token classes a `usage` block of response.done bills (OpenAI's realtime pricing rows).
+TOKEN_CLASSES = ("input_text", "input_audio", "cached_input_text", "cached_input_audio", "output_text", "output_audio")
+# What the pre-run estimate assumes of a session, from the same token model (docs/models.md, "Cost").
+ESTIMATE_FIELDS = ("input_audio_tokens_per_s", "output_audio_tokens_per_s", "turn_s", "reply_s")
 
 
 class RealtimeConfigError(ValueError):
@@ -30,7 +36,7 @@ class RealtimeConfigError(ValueError):
 @dataclass(frozen=True)
 class RealtimeConfig:
     model_id: str
-    base_url: str                 # websocket base: the client connects to <base_url>/realtime?model=<model>
+    base_url: str                 # websocket base: the client connects to <base_url>/realtime?model=<model>[&duplex=1]
     model: str
     api_key_env: str | None       # None: a server that takes no key (a local vLLM-Omni)
     in_rate: int
@@ -46,6 +52,19 @@ class RealtimeConfig:
     connect_retries: int = DEFAULT_CONNECT_RETRIES
     retry_backoff_s: float = 1.0
     price_per_minute: float | None = None
+    duplex: bool = False          # vLLM-Omni's full-duplex endpoint: <base_url>/realtime?duplex=1
+    jitter_buffer_ms: float = DEFAULT_JITTER_BUFFER_MS
+    token_prices: dict[str, float] = field(default_factory=dict)   # per million tokens, by TOKEN_CLASSES
+    token_estimate: dict[str, float] = field(default_factory=dict)  # by ESTIMATE_FIELDS
+
+    def query(self) -> dict[str, str]:
+        """Extra query parameters of the WebSocket URL (the client adds ?model=)."""
+        return {"duplex": "1"} if self.duplex else {}
+
+    def url(self) -> str:
+        """Where the bridge connects, as the openai client builds it (for messages and tests)."""
+        extra = "".join(f"&{k}={v}" for k, v in self.query().items())
+        return f"{self.base_url}/realtime?model={self.model}{extra}"
 
     def api_key(self) -> str:
         """The key from the environment, read at the last moment ('' when unset; a placeholder for a
@@ -67,8 +86,9 @@ class RealtimeConfig:
 
 def _number(section: dict, key: str, where: str, default: float, minimum: float = 0.0) -> float:
     value = section.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= minimum:
-        raise RealtimeConfigError(f"{where}.{key} must be a number > {minimum:g}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= minimum:
+        bound = ">= 0" if minimum < 0 else f"> {minimum:g}"
+        raise RealtimeConfigError(f"{where}.{key} must be a finite number {bound}, got {value!r}")
     return float(value)
 
 
@@ -92,6 +112,27 @@ def config_from_spec(model_id: str, data: dict[str, Any], base_url: str | None =
             raise RealtimeConfigError(f"{where}.{key} must be one of {', '.join(allowed)}, got {section[key]!r}")
     if not isinstance(section.get("session", {}), dict):
         raise RealtimeConfigError(f"{where}.session must be a mapping of session fields, got {section['session']!r}")
+    duplex = section.get("duplex", False)
+    if not isinstance(duplex, bool):
+        raise RealtimeConfigError(f"{where}.duplex must be true or false, got {duplex!r}")
+    if section.get("turn_detection") == "none" and not duplex:
+        raise RealtimeConfigError(
+            f"{where}.turn_detection none needs duplex: true (a server that decides by itself when to speak, "
+            "vLLM-Omni's /v1/realtime?duplex=1): on a turn-based API (OpenAI's gpt-realtime) the bridge never "
+            "commits the buffer nor asks for a response, so the model would never answer")
+    prices = section.get("token_prices", {})
+    if not isinstance(prices, dict) or any(k not in TOKEN_CLASSES for k in prices):
+        raise RealtimeConfigError(f"{where}.token_prices must map some of {', '.join(TOKEN_CLASSES)} to a price per "
+                                  f"million tokens, got {prices!r}")
+    estimate = section.get("token_estimate", {})
+    if not isinstance(estimate, dict) or any(k not in ESTIMATE_FIELDS for k in estimate):
+        raise RealtimeConfigError(f"{where}.token_estimate must map some of {', '.join(ESTIMATE_FIELDS)} to numbers, "
+                                  f"got {estimate!r}")
+    token_prices = {k: _number(prices, k, f"{where}.token_prices", 0.0, minimum=-1e-12) for k in prices}
+    token_estimate = {k: _number(estimate, k, f"{where}.token_estimate", 0.0, minimum=-1e-12) for k in estimate}
+    if token_prices and set(ESTIMATE_FIELDS) - set(token_estimate):
+        raise RealtimeConfigError(f"{where}.token_estimate needs {', '.join(sorted(set(ESTIMATE_FIELDS) - set(token_estimate)))}"
+                                  " beside token_prices: the dry run and --max-cost estimate a session's tokens with it")
     audio = data.get("audio", {})
     retries = section.get("connect_retries", DEFAULT_CONNECT_RETRIES)
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
@@ -109,7 +150,9 @@ def config_from_spec(model_id: str, data: dict[str, Any], base_url: str | None =
         stall_timeout_s=_number(section, "stall_timeout_s", where, DEFAULT_STALL_TIMEOUT_S),
         connect_timeout_s=_number(section, "connect_timeout_s", where, 20.0),
         connect_retries=retries, retry_backoff_s=_number(section, "retry_backoff_s", where, 1.0, minimum=-1e-12),
-        price_per_minute=price,
+        price_per_minute=price, duplex=duplex,
+        jitter_buffer_ms=_number(section, "jitter_buffer_ms", where, DEFAULT_JITTER_BUFFER_MS, minimum=-1e-12),
+        token_prices=token_prices, token_estimate=token_estimate,
     )
 
 

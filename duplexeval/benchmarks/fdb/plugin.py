@@ -18,6 +18,25 @@ class FullDuplexBench(Benchmark):
 
         return FdbPlan(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
 
+    def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                     clock: str = "realtime") -> float | None:
+        """One sample's input.wav: their mean length when the data is placed (`data.path`),
+        else an assumed 30 s (the dry run prints the seconds it used)."""
+        import soundfile as sf
+
+        from duplexeval.resources import bundle_root
+
+        path = bench.get("data", {}).get("path")
+        where = (Path(path) if Path(path).is_absolute() else bundle_root() / path) if path else None
+        wavs = sorted(where.rglob("input.wav"))[:2000] if where is not None and where.is_dir() else []
+        lengths = []
+        for wav in wavs:
+            try:
+                lengths.append(sf.info(str(wav)).duration)
+            except RuntimeError:
+                continue
+        return sum(lengths) / len(lengths) if lengths else 30.0
+
     def score_dir(self, bench_dir: Path, spec: dict[str, Any], cache_mode: str,
                   progress: ItemProgress | None = None) -> dict[str, Any] | None:
         """None for a folder without samples.json: its job never got planned."""

@@ -16,6 +16,21 @@ class DuplexMpe(Benchmark):
 
         return MpePlan(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
 
+    def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                     clock: str = "realtime") -> float | None:
+        """One scene: ~100 s of conversation after the 32 s preamble (paper §3.3, App. A3.1); assumed."""
+        return 100.0 + 32.0
+
+    def planned_units(self, bench: dict[str, Any]) -> int | None:
+        """`data.count`, else one unit per scene file of a local scene folder."""
+        from duplexeval.resources import bundle_root
+
+        path = bench.get("data", {}).get("path")
+        if not path:
+            return super().planned_units(bench)
+        where = Path(path) if Path(path).is_absolute() else bundle_root() / path
+        return len(list(where.glob("*.yaml"))) if where.is_dir() else super().planned_units(bench)
+
     def score_dir(self, bench_dir: Path, spec: dict[str, Any], cache_mode: str,
                   progress: ItemProgress | None = None) -> dict[str, Any] | None:
         from duplexeval.benchmarks.mpe.results import judges_from_spec, score_bench_dir

@@ -16,6 +16,42 @@ class MtrDuplexBench(Benchmark):
 
         return MtrPlan(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
 
+    def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                     clock: str = "realtime") -> float | None:
+        """Assumed: a 120 s Candor clip (quality, the paper's); one spoken query and its response
+        window, 15 s (instruction, safety); a round of 12 s otherwise, and a dialogue of R rounds
+        plays R of them when it forks, 1 + 2 + ... + R when round k replays rounds 1..k."""
+        from duplexeval.benchmarks.mtr.items import context_mode
+
+        dimension = bench.get("dimension", "")
+        if dimension == "mtr-quality":
+            return 120.0
+        if dimension in ("mtr-instruction", "mtr-safety"):
+            return 15.0
+        rounds = int(bench.get("rounds", 10))
+        fork = context_mode(bench, list(capabilities), clock) == "fork"
+        return (rounds if fork else rounds * (rounds + 1) / 2) * 12.0
+
+    def planned_units(self, bench: dict[str, Any]) -> int | None:
+        """`data.count`, else from a local dialogue file: one unit per dialogue, or per query
+        (instruction, safety), as `data.count` counts them (every dialogue of a feature file:
+        an upper bound)."""
+        from duplexeval.resources import bundle_root
+
+        path = bench.get("data", {}).get("path")
+        if bench.get("data", {}).get("count") or not path:
+            return super().planned_units(bench)
+        import yaml
+
+        where = Path(path) if Path(path).is_absolute() else bundle_root() / path
+        try:
+            dialogues = yaml.safe_load(where.read_text("utf-8")).get("dialogues", [])
+        except (OSError, ValueError, AttributeError):
+            return None
+        if bench.get("dimension") in ("mtr-instruction", "mtr-safety"):
+            return sum(len(d.get("rounds", [])) for d in dialogues)
+        return len(dialogues)
+
     def score_dir(self, bench_dir: Path, spec: dict[str, Any], cache_mode: str,
                   progress: ItemProgress | None = None) -> dict[str, Any] | None:
         """None for a folder without rounds.json: its job never got planned, so there is nothing to score."""
