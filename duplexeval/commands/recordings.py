@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from duplexeval.cli_errors import CommandError
+from duplexeval.cli_params import name_option
 from duplexeval.judges.cache import MODES as CACHE_MODES
 
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -44,13 +45,15 @@ def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
 @click.command("import-recordings")
 @click.argument("benchmark")
 @click.argument("src", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--model", "model", required=True, help="The name results are filed under (no model spec is read).")
+@click.option("--model", "model", required=True, callback=name_option("model name"),
+              help="The name results are filed under (a name, not a path; no model spec is read).")
 @click.option("--layout", type=click.Choice(["mtr-authors", "duplexeval"]), default="duplexeval", show_default=True,
               help="mtr-authors: their file names, left = user, right = model; duplexeval: <item>.wav, "
                    "channel 0 heard, channel 1 said (docs/data.md).")
 @click.option("--suite", default=None,
               help="Read the benchmark's data as this suite does (its overrides), e.g. embedded; default: the spec's own.")
-@click.option("--run-id", help="Name of the run folder to create (default: import-<benchmark>-<UTC time>).")
+@click.option("--run-id", callback=name_option("run id"),
+              help="Name of the run folder to create (a name, not a path; default: import-<benchmark>-<UTC time>).")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(CACHE_MODES), help="Judge cache mode.")

@@ -8,13 +8,13 @@ invalid golden file, a missing run directory), as click does for usage errors.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
 import click
 
 from duplexeval.cli_errors import CommandError
+from duplexeval.cli_params import Finite
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 from duplexeval.reports.compare import compare_run, counts, failed, format_diff
 from duplexeval.reports.golden import golden_files, load_golden, suite_golden_paths
@@ -45,7 +45,7 @@ def _load_goldens(paths: tuple[str, ...]):
 @click.option("--golden", "golden_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Golden YAML file (repeatable), e.g. golden/embedded.yaml; default: the run's suite's `golden:`.")
 @click.option("--strict", is_flag=True, help="A golden cell the run does not contain counts as a failure.")
-@click.option("--tolerance", type=float, default=None,
+@click.option("--tolerance", type=Finite(0.0), default=None,
               help="Absolute tolerance for every cell, replacing the golden file's (e.g. for a re-run of a model).")
 @click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW",
               help="Map a model or benchmark id of the golden file to the run's (repeatable).")
@@ -59,8 +59,6 @@ def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, 
     """Diff RUN_DIR's results against golden numbers; exit 1 when a cell is out of tolerance.
 
     The run is verified first: a damaged run is refused (exit 2) unless --allow-damaged."""
-    if tolerance is not None and not (math.isfinite(tolerance) and tolerance >= 0):
-        raise click.BadParameter(f"{tolerance} is not a finite number >= 0", param_hint="--tolerance")
     damaged = verified(run_dir, allow_damaged)
     run = load_run(run_dir)
     golden_paths = golden_paths or tuple(str(p) for p in suite_golden_paths(run.manifest))

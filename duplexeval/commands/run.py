@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from duplexeval.cli_params import child_folder
 from duplexeval.commands.bounds import check_backend, check_executor, run_id_name
 from duplexeval.commands.runner import backend_options
 from duplexeval.executors.core import UnitFailed
@@ -61,7 +62,7 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     seed = int(suite.get("seed", 0))
     limit = limit or suite.get("limit")
     run_id = run_id or default_run_id(suite_id, models, benchmarks)
-    run_dir = runs_dir / run_id
+    run_dir = child_folder(runs_dir, run_id, "run id")
     planned = with_runner(planned, run_id, backend, endpoint, max_sessions)
     if price_per_minute is not None or max_cost is not None:
         from duplexeval.runs.cost_estimate import apply_budget
