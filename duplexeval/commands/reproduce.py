@@ -1,7 +1,8 @@
 """`duplexeval reproduce`: what `make reproduce` runs.
 
 run the suite -> re-derive the papers' own arithmetic -> compare the run with the suite's
-golden files -> write the HTML and LaTeX report. Exit 1 when any comparison fails.
+golden files -> write the HTML and LaTeX report. Exit 1 when any comparison fails,
+a golden cell is missing from the run (no data, a job that never ran) included.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
 
     Exit 1 when a comparison fails, 4 when every comparison passed but an item errored."""
     from duplexeval.benchmarks import plugins
-    from duplexeval.reports.compare import compare_run, counts, failed, format_diff
+    from duplexeval.reports.compare import compare_run, failed, format_diff
+    from duplexeval.reports.compare import summary as diff_summary
     from duplexeval.reports.golden import load_golden
     from duplexeval.reports.paper_arithmetic import format_rows, paper_arithmetic, summary
     from duplexeval.reports.render import write_report
@@ -74,11 +76,13 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
 
     golden_paths = [str(repo_root() / g) for g in suite.get("golden", [])]
     run = load_run(run_dir)
+    golden_rows: list = []
     for path in golden_paths:
         click.echo(f"\n== {Path(path).relative_to(repo_root())} vs {run_dir}")
         diff = compare_run(run, load_golden(path))
         click.echo(format_diff(diff))
-        click.echo(", ".join(f"{v} {k}" for k, v in counts(diff).items()))
+        click.echo(diff_summary(diff))
+        golden_rows += diff
         ok &= not failed(diff)
 
     written = write_report(run_dir, families=plugins(), formats=["html", "latex"], golden_paths=golden_paths)
@@ -87,7 +91,8 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         click.echo(f"report ({fmt}): {path}")
     lost = print_item_errors(outcomes)
     if not ok:
-        click.echo("reproduce: some comparisons failed (see above)", err=True)
+        what = f" ({diff_summary(golden_rows)} against golden)" if golden_paths else ""
+        click.echo(f"reproduce: some comparisons failed{what}; see above", err=True)
         sys.exit(1)
     if lost:  # every comparison passed, but a lost item still fails the command
         click.echo(f"reproduce: every comparison within tolerance, but {lost} item(s) errored", err=True)
