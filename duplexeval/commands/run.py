@@ -205,7 +205,8 @@ def run(suite_id, models, benchmarks, run_id, fresh, with_report, runs_dir, limi
     the report in RUNS_DIR/RUN_ID/report.html and report.tex. The default RUN_ID is derived
     from the suite and the --models/--benchmarks selection, so repeating a command resumes it,
     redoing only unfinished items; --new starts a fresh run. Exit 4 when
-    any item errored (after writing everything; one line per job with its error codes).
+    any item errored (after writing everything; one line per job with its error codes),
+    5 when the results are written but the report could not be.
     """
     check_options(backend, endpoint, executor, jobs, ray_address)
     if fresh and run_id:
@@ -233,14 +234,21 @@ def run(suite_id, models, benchmarks, run_id, fresh, with_report, runs_dir, limi
     _print_results(outcomes)
     print_unfilled(outcomes, limit)
     click.echo(f"results: {run_dir}")
-    if with_report:
-        write_run_report(run_dir)
+    reported = write_run_report(run_dir) if with_report else True
     exit_if_items_errored(outcomes)
+    if not reported:
+        sys.exit(REPORT_FAILED)
 
 
-def write_run_report(run_dir: Path) -> None:
-    """report.html and report.tex of the finished run, compared with its suite's golden files;
-    a report that fails to render says so and leaves the run's results (and exit code) alone."""
+REPORT_FAILED = 5  # the run is written and scored; only its report is not (see write_run_report)
+
+
+def write_run_report(run_dir: Path) -> bool:
+    """report.html and report.tex of the finished run, compared with its suite's golden files.
+
+    A report that fails to render says so and leaves the run's results alone; a report of
+    an earlier pass of the same run (a resume) is moved aside to report.stale.<ext>, so
+    nobody reads it as this run's (issue 39). Returns whether the report was written."""
     from duplexeval.benchmarks import plugins
     from duplexeval.reports.golden import suite_golden_paths
     from duplexeval.reports.render import write_report
@@ -249,9 +257,15 @@ def write_run_report(run_dir: Path) -> None:
     try:
         written = write_report(run_dir, families=plugins(), golden_paths=suite_golden_paths(load_run(run_dir).manifest))
     except Exception as exc:  # noqa: BLE001 - the run is written; the report is a view of it
-        click.echo(f"report not written ({type(exc).__name__}: {exc}); try `duplexeval report {run_dir}`", err=True)
-        return
+        stale = [p for p in (run_dir / "report.html", run_dir / "report.tex") if p.is_file()]
+        for path in stale:
+            path.replace(path.with_name(f"report.stale{path.suffix}"))
+        moved = f"; the earlier report is now {', '.join(p.stem + '.stale' + p.suffix for p in stale)}" if stale else ""
+        click.echo(f"report not written ({type(exc).__name__}: {exc}){moved}; try `duplexeval report {run_dir}`",
+                   err=True)
+        return False
     click.echo(f"report: {written['html']} (LaTeX: {written['latex']}; PDF: duplexeval report {run_dir} --pdf)")
+    return True
 
 
 def print_unfilled(outcomes, limit: int | None) -> None:
