@@ -19,9 +19,11 @@ from duplexeval.commands.run import (
     _split,
     check_options,
     executor_options,
+    interrupted,
     print_item_errors,
     run_suite,
 )
+from duplexeval.commands.preflight import no_preflight_option
 from duplexeval.commands.runner import backend_options
 from duplexeval.runs.outcomes import ITEMS_ERRORED
 from duplexeval.specs import Registry, repo_root
@@ -34,10 +36,11 @@ from duplexeval.specs import Registry, repo_root
               help="Name (or resume) the run (a name, not a path); default: the suite id, so a rerun resumes.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
+@no_preflight_option
 @backend_options
 @executor_options
 def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: Path, limit: int | None,
-              backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None,
+              skip_preflight: bool, backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None,
               max_sessions: int | None) -> None:
     """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report.
 
@@ -57,10 +60,13 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=None, run_id=run_id or suite_id,
                                       runs_dir=runs_dir, limit=limit, clock=None,
                                       backend=backend, endpoint=endpoint, executor=executor, jobs=jobs,
-                                      ray_address=ray_address, max_sessions=max_sessions)
+                                      ray_address=ray_address, max_sessions=max_sessions,
+                                      preflight=not skip_preflight)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt:
+        interrupted(run_id or suite_id, runs_dir)
     _print_results(outcomes)
     write_statistics(run_dir)
     from duplexeval.runfolder.verify import seal_manifest
