@@ -39,6 +39,28 @@ def _wav_with_rate(path: Path, rate: int) -> None:
                      + struct.pack("<I", len(data)) + data)
 
 
+SUITE = """kind: suite
+id: {id}
+description: a suite of the sweep
+runs:
+  - models: [silent]
+    benchmarks: [mpe-explicit]
+clock: lockstep
+cache_mode: readwrite
+"""
+# Issue 39, case 4: suite overrides go through the benchmark schema (bounds, unknown keys), at their line.
+SUITE_OVERRIDES = {
+    "negwait": "overrides:\n  scheduler:\n    max_wait_s: -5\n",
+    "typowait": "overrides:\n  scheduler:\n    max_wiat_s: 60\n",
+    "nanwait": "overrides:\n  scheduler:\n    max_wait_s: .nan\n",
+    "infgap": "overrides:\n  scheduler:\n    turn_gap_s: .inf\n",
+    "typerole": "overrides:\n  judges:\n    answr: mpe-answer-offline\n",
+    "typodata": "overrides:\n  data:\n    mpe:\n      source: embedded\n      pth: data/embedded/mpe/scenes\n",
+    "badasr": "overrides:\n  asr:\n    backend: faster-whisper\n    modle: tiny.en\n",
+    "badreading": "overrides:\n  scheduler:\n    after_t: whenever\n",
+}
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> Path:
     """The bad inputs, sealed runs and a filled judge cache, made once: every case checks that it
@@ -57,6 +79,17 @@ def inputs(tmp_path_factory) -> Path:
     results.write_text(results.read_text().replace('"ok": 24', '"ok": 25'))  # an edit after sealing
     unsealed = make_run(tmp_path, "unsealed")
     (unsealed / "manifest.json").unlink()
+    (tmp_path / "full").mkdir()  # a folder of the user's that a mistyped OUT must not cost them
+    (tmp_path / "full" / "thesis.txt").write_text("years of work\n")
+    (tmp_path / "lookalike" / "icc_backchannel" / "1").mkdir(parents=True)  # a render's shape, plus a user file
+    (tmp_path / "lookalike" / "icc_backchannel" / "notes.txt").write_text("mine\n")
+    (tmp_path / "lookalike" / "icc_backchannel" / "1" / "input.wav").write_bytes(b"RIFF")
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    for name, overrides in SUITE_OVERRIDES.items():
+        (suites / f"{name}.yaml").write_text(SUITE.format(id=name) + overrides)
+    (tmp_path / "recordings").mkdir()
+    sf.write(tmp_path / "recordings" / "x.wav", np.zeros((1600, 2), dtype=np.float32), 16000)
     cache = JudgeCache(tmp_path / "cache" / "judges", "readwrite")
     for n in range(3):
         parts = key_components(provider="openai", model="m", snapshot=None, base_url=None, template_sha256="t" * 64,
@@ -128,6 +161,53 @@ CASES = [
     ("report {t}/damaged --no-paper-arithmetic", 2, ["damaged", "results.json"], {}),
     ("report {t}/unsealed --no-paper-arithmetic", 2, ["damaged", "manifest.json"], {}),
     ("compare {t}/damaged --golden " + str(golden_dir() / "embedded.yaml"), 2, ["damaged", "results.json"], {}),
+    # issue 39 (1): no command deletes a non-empty folder it did not write without --force
+    ("fdb render-embedded {t}/full", 2, ["full", "thesis.txt", "--force"], {}),
+    ("fdb render-embedded {t}/lookalike", 2, ["lookalike", "--force"], {}),
+    ("fdb render-embedded {t}/afile", 2, ["afile"], {}),
+    ("fdb render-embedded {t}/full --source {t}/ok.wav", 2, ["ok.wav"], {}),
+    # (2) a golden cell the run lacks is a failure, counted in the summary line
+    ("compare {t}/run --golden " + str(golden_dir() / "embedded.yaml"), 1, ["120 missing", "-> FAIL"], {}),
+    ("compare {t}/run --golden " + str(golden_dir() / "duplex-mpe.yaml"), 1, [" missing", "-> FAIL"], {}),
+    ("compare {t}/run --strict --allow-missing --golden " + str(golden_dir() / "embedded.yaml"), 2,
+     ["--allow-missing"], {}),
+    # (4) suite overrides: schema bounds, unknown keys with did-you-mean, at the suite's line
+    ("validate {t}/suites/negwait.yaml", 1, ["negwait.yaml:11", "overrides.scheduler.max_wait_s", "minimum"], {}),
+    ("validate {t}/suites/typowait.yaml", 1, ["typowait.yaml:11", "max_wiat_s", "did you mean 'max_wait_s'"], {}),
+    ("validate {t}/suites/nanwait.yaml", 1, ["nanwait.yaml:11", "max_wait_s", "not a finite number"], {}),
+    ("validate {t}/suites/infgap.yaml", 1, ["infgap.yaml:11", "turn_gap_s", "not a finite number"], {}),
+    ("validate {t}/suites/typerole.yaml", 1, ["typerole.yaml:11", "answr", "did you mean 'answer'"], {}),
+    ("validate {t}/suites/typodata.yaml", 1, ["typodata.yaml:13", "overrides.data.mpe.pth", "did you mean 'path'"], {}),
+    ("validate {t}/suites/badasr.yaml", 1, ["badasr.yaml:12", "overrides.asr.modle", "did you mean 'model'"], {}),
+    ("validate {t}/suites/badreading.yaml", 1, ["badreading.yaml:11", "overrides.scheduler.after_t", "whenever"], {}),
+    # (5) every reader of a run verifies it first
+    ("export {t}/damaged", 2, ["damaged", "results.json"], {}),
+    ("export {t}/unsealed --format json --out -", 2, ["damaged", "manifest.json"], {}),
+    ("export {t}/damaged --format markdown --out {t}/out.md", 2, ["damaged", "results.json"], {}),
+    ("sensitivity {t}/damaged", 2, ["damaged", "results.json"], {}),
+    # (7) NaN and infinities are refused by every numeric option
+    ("compare {t}/run --golden " + str(golden_dir() / "embedded.yaml") + " --tolerance inf", 2, ["--tolerance"], {}),
+    ("compare {t}/run --golden " + str(golden_dir() / "embedded.yaml") + " --tolerance -inf", 2, ["--tolerance"], {}),
+    ("conformance silent --long-s -inf", 2, ["--long-s"], {}),
+    ("conformance silent --realtime-s 1e400", 2, ["--realtime-s"], {}),
+    ("session silent {t}/ok.wav --out {t}/out --tail-s NaN", 2, ["--tail-s"], {}),
+    ("session silent {t}/ok.wav --out {t}/out --seed -1", 2, ["--seed"], {}),
+    ("cache prune --older-than-days -inf --yes", 2, ["--older-than-days"], {}),
+    # (8) every path-like id is a name, never a path
+    ("import-recordings mtr-safety {t}/recordings --model m --run-id ../../evil --runs-dir {t}/runs", 2,
+     ["--run-id", "../../evil"], {}),
+    ("import-recordings mtr-safety {t}/recordings --model m --run-id a/b --runs-dir {t}/runs", 2, ["--run-id"], {}),
+    ("import-recordings mtr-safety {t}/recordings --model ../../m --runs-dir {t}/runs", 2, ["--model"], {}),
+    ("import-recordings mtr-safety {t}/recordings --model .. --runs-dir {t}/runs", 2, ["--model"], {}),
+    ("run --run-id .. --runs-dir {t}/runs", 2, ["--run-id"], {}),
+    ("reproduce --run-id /etc --runs-dir {t}/runs", 2, ["--run-id"], {}),
+    ("new-model ../escape --dir {t}/out", 2, ["NAME", "../escape"], {}),
+    ("cleanup --run-id ../x", 2, ["--run-id"], {}),
+    # (9) preflight: a missing API key is one line naming it, before anything is written
+    ("run --suite paper-fdb --models gpt-realtime --runs-dir {t}/runs", 2,
+     ["OPENAI_API_KEY is not set", "model gpt-realtime", "--no-preflight"], {"OPENAI_API_KEY": ""}),
+    ("run --suite embedded --models gpt-realtime --benchmarks mpe-explicit --clock realtime --runs-dir {t}/runs", 2,
+     ["OPENAI_API_KEY is not set"], {"OPENAI_API_KEY": ""}),
 ]
 
 
@@ -160,7 +240,8 @@ def test_every_command_has_a_bounded_input_case():
     """The sweep covers run, reproduce, session, conformance, cache, compare, verify, report, validate."""
     covered = {" ".join(w for w in c[0].split()[:2] if not w.startswith(("-", "{"))) for c in CASES}
     for command in ("run", "reproduce", "session silent", "conformance silent", "cache prune", "cache explain",
-                    "compare", "verify", "report", "validate", "paper-check", "segment", "mtr render"):
+                    "compare", "verify", "report", "validate", "paper-check", "segment", "mtr render",
+                    "fdb render-embedded", "export", "sensitivity", "import-recordings", "new-model", "cleanup"):
         assert any(c == command or c.startswith(command) for c in covered), command
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from duplexeval.cli_errors import CommandError
-from duplexeval.commands.bounds import HARNESS_RATES, finite
+from duplexeval.commands.bounds import HARNESS_RATES, finite, run_id_name
 
 INPUT_RATES = (1000, 384000)  # Hz a real recording can have
 
@@ -108,7 +108,7 @@ def check_input_wav(wav: Path) -> None:
 
 
 @click.command()
-@click.option("--run-id", help="Only the containers of this run (default: every duplexeval container).")
+@click.option("--run-id", callback=run_id_name, help="Only the containers of this run (default: every duplexeval container).")
 def cleanup(run_id: str | None) -> None:
     """Remove what killed runs left: labelled model containers and stale /tmp/dxe-* socket folders."""
     from duplexeval.containers import EngineUnavailable, docker_client
