@@ -291,3 +291,65 @@ def test_more_local_jobs_than_cores_is_warned_and_far_more_refused(capsys):
     with pytest.raises(click.BadParameter, match="would only thrash"):
         check_executor("local", LOCAL_JOBS_PER_CORE * cores() + 1, None)
     check_executor("ray", LOCAL_JOBS_PER_CORE * cores() + 1, None)  # a cluster may hold more than this machine
+
+
+def _commands(group=None, prefix: str = ""):
+    """(name, command) of every command of the CLI tree, families' included."""
+    import click
+
+    group = group or cli
+    for name, command in sorted(group.commands.items()):
+        full = f"{prefix}{name}"
+        if isinstance(command, click.Group):
+            yield from _commands(command, full + " ")
+        else:
+            yield full, command
+
+
+# The realtime helper owns the cost options (issue 39 item 7); they move to Finite with that work.
+COST_OPTIONS = {"--max-cost", "--price-per-minute"}
+
+
+def test_every_float_option_of_every_command_refuses_nan_and_infinities():
+    """Issue 39: one parameter type (duplexeval.cli_params.Finite) for every number, so no option is missed."""
+    import click
+
+    from duplexeval.cli_params import Finite
+
+    floats = []
+    for name, command in _commands():
+        for param in command.params:
+            if isinstance(param.type, click.types.FloatParamType) and not set(param.opts) & COST_OPTIONS:
+                floats.append(f"{name} {param.opts[0]}")
+            if isinstance(param.type, Finite):
+                for text in ("nan", "inf", "-inf", "1e400"):
+                    with pytest.raises(click.BadParameter):
+                        param.type.convert(text, param, None)
+    assert floats == [], "float options without Finite: " + ", ".join(floats)
+
+
+# Commands that take a run folder but need not refuse a damaged one: `verify` is the check itself;
+# `score` rebuilds results.json from the items and names every damaged item (exit 4);
+# `export-recordings` skips unfinished or damaged items by name.
+READS_RUN_UNGATED = {"verify", "score", "export-recordings"}
+
+
+def test_every_command_that_reads_a_run_verifies_it_first():
+    readers = [name for name, command in _commands() if any(p.name == "run_dir" for p in command.params)]
+    assert {"report", "compare", "export", "sensitivity"} <= set(readers)
+    ungated = [name for name in readers if name not in READS_RUN_UNGATED
+               and not any(p.name == "allow_damaged" for p in next(c for n, c in _commands() if n == name).params)]
+    assert ungated == [], f"read a run without the integrity gate: {ungated}"
+
+
+def test_every_path_like_id_option_goes_through_the_name_sanitizer():
+    """--run-id of every command, import-recordings' --model and new-model's NAME: names, never paths."""
+    checked = {(name, p.opts[0]) for name, command in _commands() for p in command.params
+               if p.name in ("run_id",) or (name, p.name) in {("import-recordings", "model"), ("new-model", "name")}}
+    assert len(checked) >= 6, checked
+    for name, opt in sorted(checked):
+        command = next(c for n, c in _commands() if n == name)
+        param = next(p for p in command.params if p.opts[0] == opt)
+        assert param.callback is not None, f"{name} {opt} has no sanitizer"
+        result = CliRunner().invoke(cli, [*name.split(), *([opt, "../x"] if opt.startswith("-") else ["../x"])])
+        assert result.exit_code == 2 and "not a name" in result.output, (name, opt, result.output)

@@ -9,7 +9,6 @@ family-specific part lives with the family (`duplexeval.benchmarks.mtr.recording
 
 from __future__ import annotations
 
-import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +19,6 @@ from duplexeval.cli_errors import CommandError
 from duplexeval.cli_params import name_option
 from duplexeval.judges.cache import MODES as CACHE_MODES
 
-MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MPE_REFUSAL = ("Duplex-MPE recordings cannot be imported: its stimulus depends on the model (playback waits for "
                "2 s of Aria's silence, N4R follows N4Q after exactly 3 s), so the heard channel of a recording made "
                "elsewhere has no fixed stimulus to be checked against; run the model through duplexeval instead")
@@ -71,9 +69,6 @@ def import_recordings(benchmark: str, src: Path, model: str, layout: str, suite:
     from duplexeval.benchmarks.mtr.datasets import DatasetUnavailable
     from duplexeval.recordings.run_folder import ImportRefused
 
-    if not MODEL_NAME_RE.match(model):
-        raise click.BadParameter(f"{model!r}: letters, digits, '.', '_' and '-' only (it names a folder)",
-                                 param_hint="--model")
     bench, bench_sha = _bench(benchmark, suite)
     if bench.get("benchmark") == "duplex-mpe":
         raise CommandError(f"{benchmark}: {MPE_REFUSAL}")
