@@ -12,8 +12,11 @@ import os
 
 import click
 
-from duplexeval.cli_params import NAME as RUN_ID
-from duplexeval.cli_params import Finite, name_option
+from duplexeval.cli_params import (
+    NAME as RUN_ID,  # noqa: F401  (re-exported: the run id rule)
+    Finite,
+    name_option,
+)
 
 # Worker processes per core beyond which a local run only thrashes: each is a model server.
 LOCAL_JOBS_PER_CORE = 8

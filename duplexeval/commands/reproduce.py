@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from duplexeval.commands.bounds import run_id_name
+from duplexeval.commands.preflight import no_preflight_option
 from duplexeval.commands.run import (
     RUN_ERRORS,
     _print_results,
@@ -23,7 +24,6 @@ from duplexeval.commands.run import (
     print_item_errors,
     run_suite,
 )
-from duplexeval.commands.preflight import no_preflight_option
 from duplexeval.commands.runner import backend_options
 from duplexeval.runs.outcomes import ITEMS_ERRORED
 from duplexeval.specs import Registry, repo_root
@@ -46,8 +46,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
 
     Exit 1 when a comparison fails, 4 when every comparison passed but an item errored."""
     from duplexeval.benchmarks import plugins
-    from duplexeval.reports.compare import compare_run, failed, format_diff
-    from duplexeval.reports.compare import summary as diff_summary
+    from duplexeval.reports.compare import compare_run, failed, format_diff, summary as diff_summary
     from duplexeval.reports.golden import load_golden
     from duplexeval.reports.paper_arithmetic import format_rows, paper_arithmetic, summary
     from duplexeval.reports.render import write_report

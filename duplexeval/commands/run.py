@@ -18,6 +18,7 @@ from duplexeval.runner.errors import ModelStartError, RunConfigMismatch
 from duplexeval.runs.run_name import default_run_id, fresh_run_id
 from duplexeval.specs import Registry, SpecErrors, UnknownSpecError
 
+
 class PreflightError(ValueError):
     """The plan needs an API key (or data) this environment lacks; nothing was started."""
 

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from duplexeval.cli_params import child_folder
 from duplexeval import __version__
+from duplexeval.cli_params import child_folder
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.runner.integrity import EVENTS, RECORDING, STATUS_FILE, artifact_fields, seal_status
 
