@@ -203,6 +203,7 @@ CASES = [
     ("reproduce --run-id /etc --runs-dir {t}/runs", 2, ["--run-id"], {}),
     ("new-model ../escape --dir {t}/out", 2, ["../escape", "lower-case letters"], {}),  # scaffold's stricter rule
     ("cleanup --run-id ../x", 2, ["--run-id"], {}),
+    ("report {t}/run --item ../../../etc", 2, ["--item"], {}),
     # (9) preflight: a missing API key is one line naming it, before anything is written
     ("run --suite paper-fdb --models gpt-realtime --runs-dir {t}/runs", 2,
      ["OPENAI_API_KEY is not set", "model gpt-realtime", "--no-preflight"], {"OPENAI_API_KEY": ""}),
@@ -343,10 +344,10 @@ def test_every_command_that_reads_a_run_verifies_it_first():
 
 
 def test_every_path_like_id_option_goes_through_the_name_sanitizer():
-    """--run-id of every command and import-recordings' --model: names, never paths (new-model's NAME has
+    """--run-id of every command, import-recordings' --model, report's --item: names, never paths (new-model's NAME has
     scaffold()'s stricter rule, swept above)."""
     checked = {(name, p.opts[0]) for name, command in _commands() for p in command.params
-               if p.name in ("run_id",) or (name, p.name) == ("import-recordings", "model")}
+               if p.name in ("run_id",) or (name, p.name) in {("import-recordings", "model"), ("report", "item")}}
     assert len(checked) >= 5, checked
     for name, opt in sorted(checked):
         command = next(c for n, c in _commands() if n == name)

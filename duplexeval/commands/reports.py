@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from duplexeval.cli_errors import CommandError
-from duplexeval.cli_params import Finite
+from duplexeval.cli_params import Finite, name_option
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 from duplexeval.reports.compare import compare_run, failed, format_diff, summary
 from duplexeval.reports.golden import golden_files, load_golden, suite_golden_paths
@@ -133,7 +133,8 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
               help="Golden file(s) whose diff goes into the report (repeatable); default: the run's suite's "
                    "`golden:` (the papers' golden files give the published rows of the paper tables either way).")
 @click.option("--no-paper-arithmetic", is_flag=True, help="Leave the paper arithmetic table out.")
-@click.option("--item", default=None, help="Item id for the scene timeline (default: the first item with windows).")
+@click.option("--item", default=None, callback=name_option("item id"),
+              help="Item id for the scene timeline (default: the first item with windows).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for report.html / report.tex (default: RUN_DIR).")
 @click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW", help="As for compare.")
