@@ -58,6 +58,7 @@ SUITE_OVERRIDES = {
     "typodata": "overrides:\n  data:\n    mpe:\n      source: embedded\n      pth: data/embedded/mpe/scenes\n",
     "badasr": "overrides:\n  asr:\n    backend: faster-whisper\n    modle: tiny.en\n",
     "badreading": "overrides:\n  scheduler:\n    after_t: whenever\n",
+    "nodata": "overrides:\n  data:\n    mpe:\n      source: embedded\n      path: data/embedded/mpe/nosuch\n",
 }
 
 
@@ -179,6 +180,7 @@ CASES = [
     ("validate {t}/suites/typerole.yaml", 1, ["typerole.yaml:11", "answr", "did you mean 'answer'"], {}),
     ("validate {t}/suites/typodata.yaml", 1, ["typodata.yaml:13", "overrides.data.mpe.pth", "did you mean 'path'"], {}),
     ("validate {t}/suites/badasr.yaml", 1, ["badasr.yaml:12", "overrides.asr.modle", "did you mean 'model'"], {}),
+    ("validate {t}/suites/nodata.yaml", 1, ["nodata.yaml:13", "overrides.data.mpe.path", "does not exist"], {}),
     ("validate {t}/suites/badreading.yaml", 1, ["badreading.yaml:11", "overrides.scheduler.after_t", "whenever"], {}),
     # (5) every reader of a run verifies it first
     ("export {t}/damaged", 2, ["damaged", "results.json"], {}),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from duplexeval.resources import project_dir
+from duplexeval.resources import bundle_root, project_dir
 from duplexeval.specs.errors import SpecError, SpecErrors, UnknownSpecError
 from duplexeval.specs.index import (  # noqa: F401  (the registry's public names, kept here)
     SPECS_ENV,
@@ -151,6 +151,10 @@ class Registry:
                     ref(spec, ("runs", i, "benchmarks", j), "benchmark", bench)
             for role, judge_id in spec.data.get("overrides", {}).get("judges", {}).items():
                 ref(spec, ("overrides", "judges", role), "judge", judge_id)
+            for dim, block in (spec.data.get("overrides", {}).get("data") or {}).items():
+                if isinstance(block, dict) and block.get("source") == "embedded" and isinstance(block.get("path"), str):
+                    # as a run reads it: relative to the bundle (duplexeval.benchmarks.*: repo_root() / path)
+                    exists(spec, ("overrides", "data", dim, "path"), bundle_root() / block["path"], "embedded data path")
             for i, golden in enumerate(spec.data.get("golden", [])):
                 exists(spec, ("golden", i), home(spec) / golden, "golden file")
             benches = [self.specs["benchmark"][b].data for b in dict.fromkeys(
