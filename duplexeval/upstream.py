@@ -194,8 +194,12 @@ def install(tarball: Path, manifest_path: Path, dest: Path, patches: list[Path] 
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_bytes(data)
         applied = {str(p.name): apply_patch(stage, p.read_text(encoding="utf-8"), p.name) for p in patches}
+        if dest.exists() and any(dest.iterdir()) and not (dest / "UPSTREAM.json").is_file():
+            # stdlib only (image builds), so not duplexeval.cli_params.replace_guard, but the same rule
+            raise UpstreamError(f"{dest}: not empty and not an earlier install (no UPSTREAM.json): "
+                                "choose an empty or new --dest")
         if dest.exists():
-            shutil.rmtree(dest)
+            shutil.rmtree(dest)  # an earlier install of upstream code: nothing else is deleted
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(stage, dest)
     record = {"repo": spec["repo"], "commit": spec["commit"], "under": under, "files": len(expected),

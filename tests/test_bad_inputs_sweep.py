@@ -39,6 +39,29 @@ def _wav_with_rate(path: Path, rate: int) -> None:
                      + struct.pack("<I", len(data)) + data)
 
 
+SUITE = """kind: suite
+id: {id}
+description: a suite of the sweep
+runs:
+  - models: [silent]
+    benchmarks: [mpe-explicit]
+clock: lockstep
+cache_mode: readwrite
+"""
+# Issue 39, case 4: suite overrides go through the benchmark schema (bounds, unknown keys), at their line.
+SUITE_OVERRIDES = {
+    "negwait": "overrides:\n  scheduler:\n    max_wait_s: -5\n",
+    "typowait": "overrides:\n  scheduler:\n    max_wiat_s: 60\n",
+    "nanwait": "overrides:\n  scheduler:\n    max_wait_s: .nan\n",
+    "infgap": "overrides:\n  scheduler:\n    turn_gap_s: .inf\n",
+    "typerole": "overrides:\n  judges:\n    answr: mpe-answer-offline\n",
+    "typodata": "overrides:\n  data:\n    mpe:\n      source: embedded\n      pth: data/embedded/mpe/scenes\n",
+    "badasr": "overrides:\n  asr:\n    backend: faster-whisper\n    modle: tiny.en\n",
+    "badreading": "overrides:\n  scheduler:\n    after_t: whenever\n",
+    "nodata": "overrides:\n  data:\n    mpe:\n      source: embedded\n      path: data/embedded/mpe/nosuch\n",
+}
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> Path:
     """The bad inputs, sealed runs and a filled judge cache, made once: every case checks that it
@@ -57,6 +80,17 @@ def inputs(tmp_path_factory) -> Path:
     results.write_text(results.read_text().replace('"ok": 24', '"ok": 25'))  # an edit after sealing
     unsealed = make_run(tmp_path, "unsealed")
     (unsealed / "manifest.json").unlink()
+    (tmp_path / "full").mkdir()  # a folder of the user's that a mistyped OUT must not cost them
+    (tmp_path / "full" / "thesis.txt").write_text("years of work\n")
+    (tmp_path / "lookalike" / "icc_backchannel" / "1").mkdir(parents=True)  # a render's shape, plus a user file
+    (tmp_path / "lookalike" / "icc_backchannel" / "notes.txt").write_text("mine\n")
+    (tmp_path / "lookalike" / "icc_backchannel" / "1" / "input.wav").write_bytes(b"RIFF")
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    for name, overrides in SUITE_OVERRIDES.items():
+        (suites / f"{name}.yaml").write_text(SUITE.format(id=name) + overrides)
+    (tmp_path / "recordings").mkdir()
+    sf.write(tmp_path / "recordings" / "x.wav", np.zeros((1600, 2), dtype=np.float32), 16000)
     cache = JudgeCache(tmp_path / "cache" / "judges", "readwrite")
     for n in range(3):
         parts = key_components(provider="openai", model="m", snapshot=None, base_url=None, template_sha256="t" * 64,
@@ -128,6 +162,55 @@ CASES = [
     ("report {t}/damaged --no-paper-arithmetic", 2, ["damaged", "results.json"], {}),
     ("report {t}/unsealed --no-paper-arithmetic", 2, ["damaged", "manifest.json"], {}),
     ("compare {t}/damaged --golden " + str(golden_dir() / "embedded.yaml"), 2, ["damaged", "results.json"], {}),
+    # issue 39 (1): no command deletes a non-empty folder it did not write without --force
+    ("fdb render-embedded {t}/full", 2, ["full", "thesis.txt", "--force"], {}),
+    ("fdb render-embedded {t}/lookalike", 2, ["lookalike", "--force"], {}),
+    ("fdb render-embedded {t}/afile", 2, ["afile"], {}),
+    ("fdb render-embedded {t}/full --source {t}/ok.wav", 2, ["ok.wav"], {}),
+    # (2) a golden cell the run lacks is a failure, counted in the summary line
+    ("compare {t}/run --golden " + str(golden_dir() / "embedded.yaml"), 1, ["120 missing", "-> FAIL"], {}),
+    ("compare {t}/run --golden " + str(golden_dir() / "duplex-mpe.yaml"), 1, [" missing", "-> FAIL"], {}),
+    ("compare {t}/run --strict --allow-missing --golden " + str(golden_dir() / "embedded.yaml"), 2,
+     ["--allow-missing"], {}),
+    # (4) suite overrides: schema bounds, unknown keys with did-you-mean, at the suite's line
+    ("validate {t}/suites/negwait.yaml", 1, ["negwait.yaml:11", "overrides.scheduler.max_wait_s", "minimum"], {}),
+    ("validate {t}/suites/typowait.yaml", 1, ["typowait.yaml:11", "max_wiat_s", "did you mean 'max_wait_s'"], {}),
+    ("validate {t}/suites/nanwait.yaml", 1, ["nanwait.yaml:11", "max_wait_s", "not a finite number"], {}),
+    ("validate {t}/suites/infgap.yaml", 1, ["infgap.yaml:11", "turn_gap_s", "not a finite number"], {}),
+    ("validate {t}/suites/typerole.yaml", 1, ["typerole.yaml:11", "answr", "did you mean 'answer'"], {}),
+    ("validate {t}/suites/typodata.yaml", 1, ["typodata.yaml:13", "overrides.data.mpe.pth", "did you mean 'path'"], {}),
+    ("validate {t}/suites/badasr.yaml", 1, ["badasr.yaml:12", "overrides.asr.modle", "did you mean 'model'"], {}),
+    ("validate {t}/suites/nodata.yaml", 1, ["nodata.yaml:13", "overrides.data.mpe.path", "does not exist"], {}),
+    ("validate {t}/suites/badreading.yaml", 1, ["badreading.yaml:11", "overrides.scheduler.after_t", "whenever"], {}),
+    # (5) every reader of a run verifies it first
+    ("export {t}/damaged", 2, ["damaged", "results.json"], {}),
+    ("export {t}/unsealed --format json --out -", 2, ["damaged", "manifest.json"], {}),
+    ("export {t}/damaged --format markdown --out {t}/out.md", 2, ["damaged", "results.json"], {}),
+    ("sensitivity {t}/damaged", 2, ["damaged", "results.json"], {}),
+    # (7) NaN and infinities are refused by every numeric option
+    ("compare {t}/run --golden " + str(golden_dir() / "embedded.yaml") + " --tolerance inf", 2, ["--tolerance"], {}),
+    ("compare {t}/run --golden " + str(golden_dir() / "embedded.yaml") + " --tolerance -inf", 2, ["--tolerance"], {}),
+    ("conformance silent --long-s -inf", 2, ["--long-s"], {}),
+    ("conformance silent --realtime-s 1e400", 2, ["--realtime-s"], {}),
+    ("session silent {t}/ok.wav --out {t}/out --tail-s NaN", 2, ["--tail-s"], {}),
+    ("session silent {t}/ok.wav --out {t}/out --seed -1", 2, ["--seed"], {}),
+    ("cache prune --older-than-days -inf --yes", 2, ["--older-than-days"], {}),
+    # (8) every path-like id is a name, never a path
+    ("import-recordings mtr-safety {t}/recordings --model m --run-id ../../evil --runs-dir {t}/runs", 2,
+     ["--run-id", "../../evil"], {}),
+    ("import-recordings mtr-safety {t}/recordings --model m --run-id a/b --runs-dir {t}/runs", 2, ["--run-id"], {}),
+    ("import-recordings mtr-safety {t}/recordings --model ../../m --runs-dir {t}/runs", 2, ["--model"], {}),
+    ("import-recordings mtr-safety {t}/recordings --model .. --runs-dir {t}/runs", 2, ["--model"], {}),
+    ("run --run-id .. --runs-dir {t}/runs", 2, ["--run-id"], {}),
+    ("reproduce --run-id /etc --runs-dir {t}/runs", 2, ["--run-id"], {}),
+    ("new-model ../escape --dir {t}/out", 2, ["../escape", "lower-case letters"], {}),  # scaffold's stricter rule
+    ("cleanup --run-id ../x", 2, ["--run-id"], {}),
+    ("report {t}/run --item ../../../etc", 2, ["--item"], {}),
+    # (9) preflight: a missing API key is one line naming it, before anything is written
+    ("run --suite paper-fdb --models gpt-realtime --runs-dir {t}/runs", 2,
+     ["OPENAI_API_KEY is not set", "model gpt-realtime", "--no-preflight"], {"OPENAI_API_KEY": ""}),
+    ("run --suite embedded --models gpt-realtime --benchmarks mpe-explicit --clock realtime --runs-dir {t}/runs", 2,
+     ["OPENAI_API_KEY is not set"], {"OPENAI_API_KEY": ""}),
 ]
 
 
@@ -160,7 +243,8 @@ def test_every_command_has_a_bounded_input_case():
     """The sweep covers run, reproduce, session, conformance, cache, compare, verify, report, validate."""
     covered = {" ".join(w for w in c[0].split()[:2] if not w.startswith(("-", "{"))) for c in CASES}
     for command in ("run", "reproduce", "session silent", "conformance silent", "cache prune", "cache explain",
-                    "compare", "verify", "report", "validate", "paper-check", "segment", "mtr render"):
+                    "compare", "verify", "report", "validate", "paper-check", "segment", "mtr render",
+                    "fdb render-embedded", "export", "sensitivity", "import-recordings", "new-model", "cleanup"):
         assert any(c == command or c.startswith(command) for c in covered), command
 
 
@@ -210,3 +294,62 @@ def test_more_local_jobs_than_cores_is_warned_and_far_more_refused(capsys):
     with pytest.raises(click.BadParameter, match="would only thrash"):
         check_executor("local", LOCAL_JOBS_PER_CORE * cores() + 1, None)
     check_executor("ray", LOCAL_JOBS_PER_CORE * cores() + 1, None)  # a cluster may hold more than this machine
+
+
+def _commands(group=None, prefix: str = ""):
+    """(name, command) of every command of the CLI tree, families' included."""
+    import click
+
+    group = group or cli
+    for name, command in sorted(group.commands.items()):
+        full = f"{prefix}{name}"
+        if isinstance(command, click.Group):
+            yield from _commands(command, full + " ")
+        else:
+            yield full, command
+
+
+def test_every_float_option_of_every_command_refuses_nan_and_infinities():
+    """Issue 39: one parameter type (duplexeval.cli_params.Finite) for every number, so no option is missed."""
+    import click
+
+    from duplexeval.cli_params import Finite
+
+    floats = []
+    for name, command in _commands():
+        for param in command.params:
+            if isinstance(param.type, click.types.FloatParamType):
+                floats.append(f"{name} {param.opts[0]}")
+            if isinstance(param.type, Finite):
+                for text in ("nan", "inf", "-inf", "1e400"):
+                    with pytest.raises(click.BadParameter):
+                        param.type.convert(text, param, None)
+    assert floats == [], "float options without Finite: " + ", ".join(floats)
+
+
+# Commands that take a run folder but need not refuse a damaged one: `verify` is the check itself;
+# `score` rebuilds results.json from the items and names every damaged item (exit 4);
+# `export-recordings` skips unfinished or damaged items by name.
+READS_RUN_UNGATED = {"verify", "score", "export-recordings"}
+
+
+def test_every_command_that_reads_a_run_verifies_it_first():
+    readers = [name for name, command in _commands() if any(p.name == "run_dir" for p in command.params)]
+    assert {"report", "compare", "export", "sensitivity"} <= set(readers)
+    ungated = [name for name in readers if name not in READS_RUN_UNGATED
+               and not any(p.name == "allow_damaged" for p in next(c for n, c in _commands() if n == name).params)]
+    assert ungated == [], f"read a run without the integrity gate: {ungated}"
+
+
+def test_every_path_like_id_option_goes_through_the_name_sanitizer():
+    """--run-id of every command, import-recordings' --model, report's --item: names, never paths (new-model's NAME has
+    scaffold()'s stricter rule, swept above)."""
+    checked = {(name, p.opts[0]) for name, command in _commands() for p in command.params
+               if p.name in ("run_id",) or (name, p.name) in {("import-recordings", "model"), ("report", "item")}}
+    assert len(checked) >= 5, checked
+    for name, opt in sorted(checked):
+        command = next(c for n, c in _commands() if n == name)
+        param = next(p for p in command.params if p.opts[0] == opt)
+        assert param.callback is not None, f"{name} {opt} has no sanitizer"
+        result = CliRunner().invoke(cli, [*name.split(), *([opt, "../x"] if opt.startswith("-") else ["../x"])])
+        assert result.exit_code == 2 and "not a name" in result.output, (name, opt, result.output)

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from duplexeval.cli import cli
 from duplexeval.io import atomic_write_json
-from duplexeval.reports.compare import AMBIGUOUS, MISSING, OK, OUT, compare_run
+from duplexeval.reports.compare import AMBIGUOUS, MISSING, OK, OUT, DiffRow, compare_run, failed, summary
 from duplexeval.reports.golden import golden_dir, load_golden
 from duplexeval.runfolder.run_dir import load_run
 from report_fixture import make_run, metric, sealed
@@ -34,10 +34,17 @@ def edited_golden(tmp_path: Path, source: Path, cell_id: str, new_value: float) 
     return path
 
 
+def partial(*args: str):
+    """compare on a fixture run that holds some of the golden file's cells: the rest are allowed missing."""
+    return invoke(*args, "--allow-missing")
+
+
 def test_embedded_golden_passes_on_a_matching_run(run: Path) -> None:
-    result = invoke(str(run), "--golden", str(golden_dir() / "embedded.yaml"))
+    result = partial(str(run), "--golden", str(golden_dir() / "embedded.yaml"))
     assert result.exit_code == 0, result.output
     assert "22 ok" in result.output
+    whole = invoke(str(run), "--golden", str(golden_dir() / "embedded.yaml"))  # the fixture holds MPE cells only
+    assert whole.exit_code == 1 and "120 missing, 22 ok -> FAIL" in whole.output, whole.output
 
 
 def test_one_value_edited_0_01_beyond_its_tolerance_fails_with_exit_1(run: Path, tmp_path: Path) -> None:
@@ -63,26 +70,43 @@ def paper_run(tmp_path: Path) -> Path:
 def test_paper_values_within_tolerance_pass_and_edits_beyond_it_fail(tmp_path: Path) -> None:
     run = paper_run(tmp_path)
     source = golden_dir() / "duplex-mpe.yaml"
-    ok = invoke(str(run), "--golden", str(source))
+    ok = partial(str(run), "--golden", str(source))
     assert ok.exit_code == 0, ok.output
     cell = load_golden(source)["mpe.t3.minicpm-o.explicit.stop"]
     for sign in (+1, -1):
         path = edited_golden(tmp_path, source, cell.id, cell.value + sign * (cell.tolerance + 0.01))
-        bad = invoke(str(run), "--golden", str(path))
+        bad = partial(str(run), "--golden", str(path))
         assert bad.exit_code == 1, bad.output
     inside = edited_golden(tmp_path, source, cell.id, round(974 / 1633, 6) + cell.tolerance * 0.5)
-    assert invoke(str(run), "--golden", str(inside)).exit_code == 0
+    assert partial(str(run), "--golden", str(inside)).exit_code == 0
 
 
-def test_cells_the_run_lacks_are_listed_missing_and_fail_only_when_strict(tmp_path: Path) -> None:
+def test_cells_the_run_lacks_are_listed_missing_and_fail_unless_allowed(tmp_path: Path) -> None:
+    """Issue 39: a run without a golden cell is no reproduction of it; --allow-missing lists it only."""
     run = paper_run(tmp_path)
     rows = compare_run(load_run(run), load_golden(golden_dir() / "duplex-mpe.yaml"))
     statuses = {r.cell_id: r.status for r in rows}
     assert statuses["mpe.t3.minicpm-o.explicit.start"] == OK
     assert statuses["mpe.t3.voila.explicit.stop"] == MISSING
-    assert "missing" in invoke(str(run), "--golden", str(golden_dir() / "duplex-mpe.yaml")).output
+    n_missing = sum(1 for r in rows if r.status == MISSING)
+    plain = invoke(str(run), "--golden", str(golden_dir() / "duplex-mpe.yaml"))
+    assert plain.exit_code == 1 and f"{n_missing} missing" in plain.output and "-> FAIL" in plain.output
+    allowed = invoke(str(run), "--golden", str(golden_dir() / "duplex-mpe.yaml"), "--allow-missing")
+    assert f"{n_missing} missing" in allowed.output
+    assert allowed.exit_code == (1 if failed(rows, allow_missing=True) else 0), allowed.output
     strict = invoke(str(run), "--golden", str(golden_dir() / "duplex-mpe.yaml"), "--strict")
     assert strict.exit_code == 1
+    both = invoke(str(run), "--golden", str(golden_dir() / "duplex-mpe.yaml"), "--strict", "--allow-missing")
+    assert both.exit_code == 2 and "--allow-missing" in both.output
+
+
+def test_a_diff_with_no_row_or_one_missing_row_fails() -> None:
+    row = dict(cell_id="c", golden="g", table="t", row="r", column="c", expected="1", got=None, delta=None,
+               within_tolerance=None, tolerance="± 0", source="")
+    assert failed([]) and failed([DiffRow(**row, status=MISSING)])
+    assert not failed([DiffRow(**row, status=MISSING)], allow_missing=True)
+    assert not failed([DiffRow(**{**row, "got": 1.0, "delta": 0.0, "within_tolerance": True}, status=OK)])
+    assert summary([]) == "no cell compared" and summary([DiffRow(**row, status=MISSING)]) == "1 missing"
 
 
 def test_a_withheld_metric_is_compared_on_numerator_over_denominator(run: Path) -> None:
@@ -128,8 +152,8 @@ def test_tolerance_override_widens_every_cell(tmp_path: Path) -> None:
     run = paper_run(tmp_path)
     source = golden_dir() / "duplex-mpe.yaml"
     path = edited_golden(tmp_path, source, "mpe.t3.minicpm-o.explicit.stop", 0.6100)
-    assert invoke(str(run), "--golden", str(path)).exit_code == 1
-    assert invoke(str(run), "--golden", str(path), "--tolerance", "0.02").exit_code == 0
+    assert partial(str(run), "--golden", str(path)).exit_code == 1
+    assert partial(str(run), "--golden", str(path), "--tolerance", "0.02").exit_code == 0
 
 
 def test_an_invalid_golden_file_exits_2_naming_file_and_line(run: Path, tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_runs_match_golden_embedded(runs):
     golden = load_golden(repo_root() / "golden" / "embedded.yaml")
     for run_dir in runs.values():
         rows = compare_run(load_run(run_dir), golden)
-        assert not failed(rows), [r for r in rows if r.status not in ("ok", "missing")]
+        assert not failed(rows, allow_missing=True), [r for r in rows if r.status not in ("ok", "missing")]  # a partial run
         assert any(r.status == "ok" for r in rows)
 
 

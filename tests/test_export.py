@@ -59,7 +59,7 @@ def test_export_formats_give_the_same_rows(tmp_path: Path) -> None:
 
 def test_export_of_an_empty_folder_is_a_clear_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["export", str(tmp_path)])
-    assert res.exit_code == 2 and "no results.json" in res.output
+    assert res.exit_code == 2 and "not a run folder" in res.output and "results.json" in res.output
 
 
 def test_counts_are_written_as_integers(tmp_path) -> None:
@@ -77,3 +77,20 @@ def test_counts_are_written_as_integers(tmp_path) -> None:
                       {"benchmark": "q", "metrics": {"score": {"value": 3.17, "numerator": 9.51, "denominator": 3}}})
     csv = load(run).to_csv(index=False)
     assert ",0.5,3,6," in csv and ",9.51,3," in csv
+
+
+def test_export_verifies_the_run_first_and_allow_damaged_marks_the_table(tmp_path: Path) -> None:
+    """Issue 39: an edited results.json was exported as measured (start 1.5/3); verify, report and
+    compare refused the same run."""
+    from report_fixture import make_run
+
+    run = make_run(tmp_path)
+    results = run / "silent" / "mpe-explicit" / "results.json"
+    results.write_text(results.read_text().replace('"ok": 24', '"ok": 25'))
+    refused = CliRunner().invoke(cli, ["export", str(run), "--format", "json", "--out", "-"])
+    assert refused.exit_code == 2 and "damaged" in refused.output and "results.json" in refused.output
+    assert not list(run.glob("results.*"))
+    marked = CliRunner().invoke(cli, ["export", str(run), "--format", "markdown", "--out", "-", "--allow-damaged"])
+    assert marked.exit_code == 0 and "DAMAGED RUN" in marked.output, marked.output
+    as_json = CliRunner().invoke(cli, ["export", str(run), "--format", "json", "--out", "-", "--allow-damaged"])
+    assert json.loads(as_json.stdout)["damaged"]

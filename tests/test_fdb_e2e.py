@@ -83,7 +83,7 @@ def test_every_result_names_its_asr_engine_and_judge(run_dir):
 
 def test_runs_match_golden_embedded(run_dir):
     rows = compare_run(load_run(run_dir), load_golden(repo_root() / "golden" / "embedded.yaml"))
-    assert not failed(rows), [r for r in rows if r.status not in ("ok", "missing")]
+    assert not failed(rows, allow_missing=True), [r for r in rows if r.status not in ("ok", "missing")]  # a partial run
     assert sum(1 for r in rows if r.status == "ok" and ".fdb." in r.cell_id) == 21 + 3   # the babbler's backchannel cells
 
 

@@ -63,6 +63,25 @@ def test_install_takes_the_pinned_subfolder_of_either_tarball_form(repo, tmp_pat
 
 
 @needs_git
+def test_install_replaces_an_earlier_install_but_never_a_folder_it_did_not_write(repo, tmp_path):
+    """Issue 39: no command deletes a non-empty folder it did not create (stdlib only: the same rule
+    as duplexeval.cli_params.replace_guard)."""
+    src, commit = repo
+    (tmp_path / "upstream.json").write_text(json.dumps(upstream.manifest(src, commit, "pkg", "github:acme/proj")))
+    tarball = archive(src, commit, "proj", tmp_path / "upstream.tar.gz")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep\n")
+    with pytest.raises(upstream.UpstreamError, match="not empty and not an earlier install"):
+        upstream.install(tarball, tmp_path / "upstream.json", mine)
+    assert (mine / "notes.txt").read_text() == "keep\n" and not (mine / "UPSTREAM.json").exists()
+    upstream.install(tarball, tmp_path / "upstream.json", tmp_path / "dest")
+    (tmp_path / "dest" / "stray.txt").write_text("from the first install's era\n")
+    upstream.install(tarball, tmp_path / "upstream.json", tmp_path / "dest")  # an earlier install: replaced
+    assert not (tmp_path / "dest" / "stray.txt").exists() and (tmp_path / "dest" / "UPSTREAM.json").is_file()
+
+
+@needs_git
 def test_a_file_of_another_commit_is_named_and_the_build_stops(repo, tmp_path):
     src, commit = repo
     (tmp_path / "upstream.json").write_text(json.dumps(upstream.manifest(src, commit, "pkg", "github:acme/proj")))

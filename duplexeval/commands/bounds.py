@@ -8,13 +8,16 @@ Each check raises click.BadParameter / UsageError: exit 2, the option named.
 
 from __future__ import annotations
 
-import math
 import os
-import re
 
 import click
 
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+from duplexeval.cli_params import (
+    NAME as RUN_ID,  # noqa: F401  (re-exported: the run id rule)
+    Finite,
+    name_option,
+)
+
 # Worker processes per core beyond which a local run only thrashes: each is a model server.
 LOCAL_JOBS_PER_CORE = 8
 MAX_JOBS = 1024  # Ray actors per model: a cluster can hold more than this machine's cores, not unboundedly
@@ -26,29 +29,13 @@ def cores() -> int:
 
 
 def run_id_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A run id names a folder inside --runs-dir: letters, digits, '.', '_', '-', never a path."""
-    if value is None:
-        return None
-    if not RUN_ID.fullmatch(value) or ".." in value:
-        raise click.BadParameter(f"{value!r} is not a run name (letters, digits, '.', '_', '-'; at most 128; no "
-                                 "'/' or '..'): the run folder is always inside --runs-dir", ctx=ctx, param=param)
-    return value
+    """A run id names a folder inside --runs-dir: a plain name (duplexeval.cli_params.safe_name), never a path."""
+    return name_option("run id")(ctx, param, value)
 
 
-def finite(low: float | None = None, high: float | None = None, *, low_open: bool = False):
-    """A click callback: the float is finite and within [low, high] (low excluded with low_open)."""
-    def check(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-        if value is None:
-            return None
-        bad = not math.isfinite(value) or (low is not None and (value <= low if low_open else value < low)) \
-            or (high is not None and value > high)
-        if bad:
-            lo = "" if low is None else (f"> {low:g}" if low_open else f">= {low:g}")
-            hi = "" if high is None else f"<= {high:g}"
-            raise click.BadParameter(f"{value} is not a finite number {' and '.join(x for x in (lo, hi) if x)}",
-                                     ctx=ctx, param=param)
-        return value
-    return check
+def finite(low: float | None = None, high: float | None = None, *, low_open: bool = False) -> Finite:
+    """The click type of a float option: finite and within [low, high] (duplexeval.cli_params.Finite)."""
+    return Finite(low, high, low_open=low_open)
 
 
 def check_executor(executor: str, jobs: int, ray_address: str | None) -> None:

@@ -11,13 +11,13 @@ entry is corrupt or mismatched. `explain KEY` lists a stored entry's components;
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from pathlib import Path
 
 import click
 
+from duplexeval.cli_params import Finite
 from duplexeval.io import atomic_write_bytes
 from duplexeval.judges.cache import JudgeCache, Problem, default_cache_root
 from duplexeval.store import KINDS, ContentStore
@@ -130,19 +130,11 @@ def explain_command(root: Path | None, kind: str, components_file: Path | None, 
     click.echo(_cache(root).explain(key) if kind == "judges" else store.explain(key))
 
 
-def _positive_days(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    """An age that bounds the request: finite and above zero (0 or a negative age means every entry)."""
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise click.BadParameter(f"{value} would select every entry; give a positive number of days",
-                                 ctx=ctx, param=param)
-    return value
-
-
 @cache_group.command("prune")
 @_root_option
 @click.option("--corrupt", is_flag=True, help="Delete corrupt entries and leftover temp files.")
-@click.option("--older-than-days", type=float, default=None, callback=_positive_days,
-              help="Delete entries not modified for this many days (> 0).")
+@click.option("--older-than-days", type=Finite(0.0, 365000.0, low_open=True), default=None,
+              help="Delete entries not modified for this many days (> 0; 0 or less would select every entry).")
 @click.option("--judge", "judge_id", default=None, help="Delete every entry of this judge id.")
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted (the default without --yes).")
 @click.option("--yes", is_flag=True, help="Delete what is listed. Without it nothing is deleted: verdicts of paid "

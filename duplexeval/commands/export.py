@@ -1,4 +1,9 @@
-"""`duplexeval export RUN --format csv|parquet|markdown|json`: the tidy results table."""
+"""`duplexeval export RUN --format csv|parquet|markdown|json`: the tidy results table.
+
+The run is verified first, like every command that reads a run's numbers (issue 39: an
+edited results.json was exported as if measured): a damaged run is refused (exit 2)
+unless --allow-damaged, which marks the table (markdown and json say DAMAGED RUN; every
+format's findings go to stderr)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from pathlib import Path
 import click
 
 from duplexeval.cli_errors import CommandError
+from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 
 SUFFIX = {"csv": "csv", "parquet": "parquet", "markdown": "md", "json": "json"}
 
@@ -17,11 +23,15 @@ SUFFIX = {"csv": "csv", "parquet": "parquet", "markdown": "md", "json": "json"}
 @click.option("--format", "fmt", type=click.Choice(sorted(SUFFIX)), default="csv", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output file (default: RUN_DIR/results.<suffix>; '-' prints to stdout).")
-def export(run_dir: Path, fmt: str, out: Path | None) -> None:
-    """One row per model x benchmark x metric x round, with numerator and denominator."""
+@allow_damaged_option
+def export(run_dir: Path, fmt: str, out: Path | None, allow_damaged: bool) -> None:
+    """One row per model x benchmark x metric x round, with numerator and denominator.
+
+    The run is verified first: a damaged run is refused (exit 2) unless --allow-damaged."""
     from duplexeval.io import atomic_write_text
     from duplexeval.results import load, rows, to_markdown
 
+    damaged = verified(run_dir, allow_damaged)
     table = rows(run_dir)
     if not table:
         raise CommandError(f"{run_dir}: no results.json to export")
@@ -38,9 +48,11 @@ def export(run_dir: Path, fmt: str, out: Path | None) -> None:
     if fmt == "csv":
         text = load(run_dir).to_csv(index=False)
     elif fmt == "json":
-        text = json.dumps(table, indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps({"damaged": damaged, "rows": table} if damaged else table, indent=1, ensure_ascii=False) + "\n"
     else:
         text = to_markdown(table)
+        if damaged:
+            text = f"**DAMAGED RUN**: {len(damaged)} verify finding(s); these numbers cannot be trusted.\n\n" + text
     if out is not None and str(out) == "-":
         click.echo(text, nl=False)
         return

@@ -10,7 +10,7 @@ from duplexeval.cli_errors import CommandError
 
 
 @click.command("new-model")
-@click.argument("name")
+@click.argument("name")  # scaffold() checks it: lower-case letters, digits, '.', '-' (a name, never a path)
 @click.option("--from", "template", default="silent", show_default=True, type=click.Choice(["silent", "echo"]),
               help="What the shim does until you replace its step(): stay silent, or echo its input 2 s late.")
 @click.option("--dir", "dest", default=".", show_default=True,

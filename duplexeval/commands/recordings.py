@@ -9,7 +9,6 @@ family-specific part lives with the family (`duplexeval.benchmarks.mtr.recording
 
 from __future__ import annotations
 
-import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,9 +16,9 @@ from pathlib import Path
 import click
 
 from duplexeval.cli_errors import CommandError
+from duplexeval.cli_params import name_option
 from duplexeval.judges.cache import MODES as CACHE_MODES
 
-MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MPE_REFUSAL = ("Duplex-MPE recordings cannot be imported: its stimulus depends on the model (playback waits for "
                "2 s of Aria's silence, N4R follows N4Q after exactly 3 s), so the heard channel of a recording made "
                "elsewhere has no fixed stimulus to be checked against; run the model through duplexeval instead")
@@ -44,13 +43,15 @@ def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
 @click.command("import-recordings")
 @click.argument("benchmark")
 @click.argument("src", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--model", "model", required=True, help="The name results are filed under (no model spec is read).")
+@click.option("--model", "model", required=True, callback=name_option("model name"),
+              help="The name results are filed under (a name, not a path; no model spec is read).")
 @click.option("--layout", type=click.Choice(["mtr-authors", "duplexeval"]), default="duplexeval", show_default=True,
               help="mtr-authors: their file names, left = user, right = model; duplexeval: <item>.wav, "
                    "channel 0 heard, channel 1 said (docs/data.md).")
 @click.option("--suite", default=None,
               help="Read the benchmark's data as this suite does (its overrides), e.g. embedded; default: the spec's own.")
-@click.option("--run-id", help="Name of the run folder to create (default: import-<benchmark>-<UTC time>).")
+@click.option("--run-id", callback=name_option("run id"),
+              help="Name of the run folder to create (a name, not a path; default: import-<benchmark>-<UTC time>).")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(CACHE_MODES), help="Judge cache mode.")
@@ -68,9 +69,6 @@ def import_recordings(benchmark: str, src: Path, model: str, layout: str, suite:
     from duplexeval.benchmarks.mtr.datasets import DatasetUnavailable
     from duplexeval.recordings.run_folder import ImportRefused
 
-    if not MODEL_NAME_RE.match(model):
-        raise click.BadParameter(f"{model!r}: letters, digits, '.', '_' and '-' only (it names a folder)",
-                                 param_hint="--model")
     bench, bench_sha = _bench(benchmark, suite)
     if bench.get("benchmark") == "duplex-mpe":
         raise CommandError(f"{benchmark}: {MPE_REFUSAL}")

@@ -1,22 +1,23 @@
 """`duplexeval compare`, `duplexeval paper-check`, `duplexeval report`.
 
-Exit codes are the contract for CI and `make reproduce`: 0 = every comparable cell within
-tolerance, 1 = a cell out of tolerance (or, with --strict, missing), 2 = bad input (an
+Exit codes are the contract for CI and `make reproduce`: 0 = every golden cell found and
+within tolerance, 1 = a cell out of tolerance or missing (missing allowed with
+--allow-missing), 2 = bad input (an
 invalid golden file, a missing run directory), as click does for usage errors.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
 import click
 
 from duplexeval.cli_errors import CommandError
+from duplexeval.cli_params import Finite, name_option
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
-from duplexeval.reports.compare import compare_run, counts, failed, format_diff
+from duplexeval.reports.compare import compare_run, failed, format_diff, summary
 from duplexeval.reports.golden import golden_files, load_golden, suite_golden_paths
 from duplexeval.runfolder.run_dir import load_run
 from duplexeval.specs.errors import SpecErrors
@@ -44,8 +45,10 @@ def _load_goldens(paths: tuple[str, ...]):
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--golden", "golden_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Golden YAML file (repeatable), e.g. golden/embedded.yaml; default: the run's suite's `golden:`.")
-@click.option("--strict", is_flag=True, help="A golden cell the run does not contain counts as a failure.")
-@click.option("--tolerance", type=float, default=None,
+@click.option("--allow-missing", is_flag=True,
+              help="List golden cells the run does not contain without failing (a run narrowed on purpose).")
+@click.option("--strict", is_flag=True, hidden=True, help="Kept for old scripts: missing cells always fail now.")
+@click.option("--tolerance", type=Finite(0.0), default=None,
               help="Absolute tolerance for every cell, replacing the golden file's (e.g. for a re-run of a model).")
 @click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW",
               help="Map a model or benchmark id of the golden file to the run's (repeatable).")
@@ -54,13 +57,14 @@ def _load_goldens(paths: tuple[str, ...]):
 @click.option("--allow-incomplete", is_flag=True,
               help="Compare numbers of results that say complete: false (errored items) instead of failing them.")
 @allow_damaged_option
-def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, tolerance: float | None,
+def compare_command(run_dir: Path, golden_paths: tuple[str, ...], allow_missing: bool, strict: bool,
+                    tolerance: float | None,
                     aliases: tuple[str, ...], json_out: Path | None, allow_incomplete: bool, allow_damaged: bool) -> None:
-    """Diff RUN_DIR's results against golden numbers; exit 1 when a cell is out of tolerance.
+    """Diff RUN_DIR's results against golden numbers; exit 1 when a cell is out of tolerance or missing.
 
     The run is verified first: a damaged run is refused (exit 2) unless --allow-damaged."""
-    if tolerance is not None and not (math.isfinite(tolerance) and tolerance >= 0):
-        raise click.BadParameter(f"{tolerance} is not a finite number >= 0", param_hint="--tolerance")
+    if strict and allow_missing:
+        raise click.UsageError("--strict and --allow-missing contradict each other: give one")
     damaged = verified(run_dir, allow_damaged)
     run = load_run(run_dir)
     golden_paths = golden_paths or tuple(str(p) for p in suite_golden_paths(run.manifest))
@@ -71,10 +75,9 @@ def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, 
     for golden in _load_goldens(golden_paths):
         rows = compare_run(run, golden, tolerance=tolerance, aliases=_aliases(aliases),
                            allow_incomplete=allow_incomplete)
-        bad = failed(rows, strict=strict)
+        bad = failed(rows, allow_missing=allow_missing)
         any_failed |= bad
-        click.echo(f"== {golden.path.name} vs {run_dir}: " + ", ".join(f"{v} {k}" for k, v in counts(rows).items())
-                   + (" -> FAIL" if bad else " -> ok"))
+        click.echo(f"== {golden.path.name} vs {run_dir}: " + summary(rows) + (" -> FAIL" if bad else " -> ok"))
         click.echo(format_diff(rows))
         all_rows[golden.path.name] = [r.as_dict() for r in rows]
     if damaged:
@@ -130,7 +133,8 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
               help="Golden file(s) whose diff goes into the report (repeatable); default: the run's suite's "
                    "`golden:` (the papers' golden files give the published rows of the paper tables either way).")
 @click.option("--no-paper-arithmetic", is_flag=True, help="Leave the paper arithmetic table out.")
-@click.option("--item", default=None, help="Item id for the scene timeline (default: the first item with windows).")
+@click.option("--item", default=None, callback=name_option("item id"),
+              help="Item id for the scene timeline (default: the first item with windows).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for report.html / report.tex (default: RUN_DIR).")
 @click.option("--alias", "aliases", multiple=True, metavar="OLD=NEW", help="As for compare.")

@@ -1,7 +1,8 @@
 """`duplexeval reproduce`: what `make reproduce` runs.
 
 run the suite -> re-derive the papers' own arithmetic -> compare the run with the suite's
-golden files -> write the HTML and LaTeX report. Exit 1 when any comparison fails.
+golden files -> write the HTML and LaTeX report. Exit 1 when any comparison fails,
+a golden cell is missing from the run (no data, a job that never ran) included.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from pathlib import Path
 import click
 
 from duplexeval.commands.bounds import run_id_name
+from duplexeval.commands.preflight import no_preflight_option
 from duplexeval.commands.run import (
     RUN_ERRORS,
     _print_results,
     _split,
     check_options,
     executor_options,
+    interrupted,
     print_item_errors,
     run_suite,
 )
@@ -33,16 +36,17 @@ from duplexeval.specs import Registry, repo_root
               help="Name (or resume) the run (a name, not a path); default: the suite id, so a rerun resumes.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many items per benchmark (smoke runs).")
+@no_preflight_option
 @backend_options
 @executor_options
 def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: Path, limit: int | None,
-              backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None,
+              skip_preflight: bool, backend: str | None, endpoint: str | None, executor: str, jobs: int, ray_address: str | None,
               max_sessions: int | None) -> None:
     """Run a suite end to end, check the papers' arithmetic, diff against golden, write the report.
 
     Exit 1 when a comparison fails, 4 when every comparison passed but an item errored."""
     from duplexeval.benchmarks import plugins
-    from duplexeval.reports.compare import compare_run, counts, failed, format_diff
+    from duplexeval.reports.compare import compare_run, failed, format_diff, summary as diff_summary
     from duplexeval.reports.golden import load_golden
     from duplexeval.reports.paper_arithmetic import format_rows, paper_arithmetic, summary
     from duplexeval.reports.render import write_report
@@ -55,10 +59,13 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=None, run_id=run_id or suite_id,
                                       runs_dir=runs_dir, limit=limit, clock=None,
                                       backend=backend, endpoint=endpoint, executor=executor, jobs=jobs,
-                                      ray_address=ray_address, max_sessions=max_sessions)
+                                      ray_address=ray_address, max_sessions=max_sessions,
+                                      preflight=not skip_preflight)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt:
+        interrupted(run_id or suite_id, runs_dir)
     _print_results(outcomes)
     write_statistics(run_dir)
     from duplexeval.runfolder.verify import seal_manifest
@@ -74,11 +81,13 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
 
     golden_paths = [str(repo_root() / g) for g in suite.get("golden", [])]
     run = load_run(run_dir)
+    golden_rows: list = []
     for path in golden_paths:
         click.echo(f"\n== {Path(path).relative_to(repo_root())} vs {run_dir}")
         diff = compare_run(run, load_golden(path))
         click.echo(format_diff(diff))
-        click.echo(", ".join(f"{v} {k}" for k, v in counts(diff).items()))
+        click.echo(diff_summary(diff))
+        golden_rows += diff
         ok &= not failed(diff)
 
     written = write_report(run_dir, families=plugins(), formats=["html", "latex"], golden_paths=golden_paths)
@@ -87,7 +96,8 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         click.echo(f"report ({fmt}): {path}")
     lost = print_item_errors(outcomes)
     if not ok:
-        click.echo("reproduce: some comparisons failed (see above)", err=True)
+        what = f" ({diff_summary(golden_rows)} against golden)" if golden_paths else ""
+        click.echo(f"reproduce: some comparisons failed{what}; see above", err=True)
         sys.exit(1)
     if lost:  # every comparison passed, but a lost item still fails the command
         click.echo(f"reproduce: every comparison within tolerance, but {lost} item(s) errored", err=True)

@@ -8,13 +8,20 @@ from pathlib import Path
 
 import click
 
+from duplexeval.cli_params import child_folder
 from duplexeval.commands.bounds import check_backend, check_executor, finite, run_id_name
+from duplexeval.commands.preflight import no_preflight_option
 from duplexeval.commands.runner import backend_options
 from duplexeval.executors.core import UnitFailed
 from duplexeval.io import atomic_write_json
 from duplexeval.runner.errors import ModelStartError, RunConfigMismatch
 from duplexeval.runs.run_name import default_run_id, fresh_run_id
 from duplexeval.specs import Registry, SpecErrors, UnknownSpecError
+
+
+class PreflightError(ValueError):
+    """The plan needs an API key (or data) this environment lacks; nothing was started."""
+
 
 # What stops a run before or between items (not an item's own fault): printed, exit 2.
 RUN_ERRORS = (SpecErrors, UnknownSpecError, FileNotFoundError, RunConfigMismatch, ModelStartError, ValueError,
@@ -42,8 +49,12 @@ def _split(value: str | None) -> list[str] | None:
 def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] | None, run_id: str | None,
               runs_dir: Path, limit: int | None, clock: str | None, backend: str | None = None,
               endpoint: str | None = None, executor: str = "serial", jobs: int = 1, ray_address: str | None = None,
-              max_sessions: int | None = None, price_per_minute: float | None = None, max_cost: float | None = None):
-    """Plan, write the manifest, execute on `executor` (serial | local | ray). Returns (run_dir, outcomes)."""
+              max_sessions: int | None = None, price_per_minute: float | None = None, max_cost: float | None = None,
+              preflight: bool = True):
+    """Plan, write the manifest, execute on `executor` (serial | local | ray). Returns (run_dir, outcomes).
+
+    With `preflight`, a plan whose models or judges name an unset API key variable is
+    refused (PreflightError) before anything is written or started."""
     from duplexeval.executors import make_pool
     from duplexeval.runfolder.manifest import build_manifest
     from duplexeval.runfolder.plan import plan_suite
@@ -61,12 +72,18 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     seed = int(suite.get("seed", 0))
     limit = limit or suite.get("limit")
     run_id = run_id or default_run_id(suite_id, models, benchmarks)
-    run_dir = runs_dir / run_id
+    run_dir = child_folder(runs_dir, run_id, "run id")
     planned = with_runner(planned, run_id, backend, endpoint, max_sessions)
     if price_per_minute is not None or max_cost is not None:
         from duplexeval.runs.cost_estimate import apply_budget
 
         apply_budget(planned, run_dir, clock, limit, price_per_minute, max_cost)  # read by the realtime bridges
+    if preflight:
+        from duplexeval.commands.preflight import missing_keys, preflight_message
+
+        keys = missing_keys(planned, registry)
+        if keys:
+            raise PreflightError(preflight_message(keys))
     manifest = build_manifest(run_id, suite_id, planned, registry, clock, seed, suite["cache_mode"])
     manifest["limit"] = limit
     manifest["max_sessions"] = sessions_record(planned, max_sessions)
@@ -190,22 +207,24 @@ class ItemBar:
               help="Override the suite's clock (per-model: each model's latency_clock).")
 @click.option("--dry-run", is_flag=True, help="Print the audio minutes each job would stream and, for paid "
               "realtime APIs, the cost; start nothing.")
-@click.option("--price-per-minute", type=float, callback=finite(0.0), help="Bill realtime-API models per streamed "
+@click.option("--price-per-minute", type=finite(0.0), help="Bill realtime-API models per streamed "
               "audio minute at this price (default: each spec's launch.realtime.token_prices, or its price_per_minute).")
-@click.option("--max-cost", type=float, callback=finite(0.0), help="Never spend more than this on paid realtime-API "
+@click.option("--max-cost", type=finite(0.0), help="Never spend more than this on paid realtime-API "
               "sessions: each reserves its estimate before it starts and more as it grows; sessions that do not fit "
               "are not run (redone by a resume with a higher limit), and the run exits non-zero.")
+@no_preflight_option
 @backend_options
 @executor_options
 def run(suite_id, models, benchmarks, run_id, fresh, with_report, runs_dir, limit, clock, dry_run, price_per_minute,
-        max_cost, backend, endpoint, executor, jobs, ray_address, max_sessions) -> None:
+        max_cost, skip_preflight, backend, endpoint, executor, jobs, ray_address, max_sessions) -> None:
     """Run a suite: every (model x benchmark) job through the runner, then score it.
 
     Results land in RUNS_DIR/RUN_ID/<model>/<benchmark>/ (records.jsonl, results.json), and
     the report in RUNS_DIR/RUN_ID/report.html and report.tex. The default RUN_ID is derived
     from the suite and the --models/--benchmarks selection, so repeating a command resumes it,
     redoing only unfinished items; --new starts a fresh run. Exit 4 when
-    any item errored (after writing everything; one line per job with its error codes).
+    any item errored (after writing everything; one line per job with its error codes),
+    5 when the results are written but the report could not be.
     """
     check_options(backend, endpoint, executor, jobs, ray_address)
     if fresh and run_id:
@@ -222,25 +241,66 @@ def run(suite_id, models, benchmarks, run_id, fresh, with_report, runs_dir, limi
             sys.exit(2)
         click.echo("\n".join(lines))
         return
+    run_id = run_id or default_run_id(suite_id, _split(models), _split(benchmarks))
     try:
         run_dir, outcomes = run_suite(suite_id, models=_split(models), benchmarks=_split(benchmarks), run_id=run_id,
                                       runs_dir=runs_dir, limit=limit, clock=clock, backend=backend, endpoint=endpoint,
                                       executor=executor, jobs=jobs, ray_address=ray_address, max_sessions=max_sessions,
-                                      price_per_minute=price_per_minute, max_cost=max_cost)
+                                      price_per_minute=price_per_minute, max_cost=max_cost,
+                                      preflight=not skip_preflight)
     except RUN_ERRORS as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt:
+        interrupted(run_id, runs_dir)
     _print_results(outcomes)
     print_unfilled(outcomes, limit)
     click.echo(f"results: {run_dir}")
-    if with_report:
-        write_run_report(run_dir)
+    reported = write_run_report(run_dir) if with_report else True
+    exit_if_nothing_ran(outcomes)
     exit_if_items_errored(outcomes)
+    if not reported:
+        sys.exit(REPORT_FAILED)
 
 
-def write_run_report(run_dir: Path) -> None:
-    """report.html and report.tex of the finished run, compared with its suite's golden files;
-    a report that fails to render says so and leaves the run's results (and exit code) alone."""
+def exit_if_nothing_ran(outcomes) -> None:
+    """No job of the plan produced results (data missing for every one, say): that is no run (exit 2)."""
+    if outcomes and all(o.results is None for o in outcomes):
+        click.echo(f"error: nothing ran: none of the {len(outcomes)} job(s) could run (each one's reason is above: "
+                   "place or import the data it names, or narrow the run with --models/--benchmarks)", err=True)
+        sys.exit(2)
+
+
+REPORT_FAILED = 5  # the run is written and scored; only its report is not (see write_run_report)
+
+
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+
+
+def resume_command(run_id: str, argv: list[str] | None = None) -> str:
+    """The command line that resumes run `run_id`: this one, with --new replaced by --run-id."""
+    import shlex
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    args = [a for a in args if a != "--new"]
+    if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
+        args += ["--run-id", run_id]
+    return "duplexeval " + " ".join(shlex.quote(a) for a in args)
+
+
+def interrupted(run_id: str, runs_dir: Path) -> None:
+    """Ctrl-C: what is kept and the command that goes on from there (click alone prints only 'Aborted!')."""
+    click.echo(f"\ninterrupted: the finished items of run {run_id} are kept in {runs_dir / run_id}; "
+               f"resume with:\n  {resume_command(run_id)}", err=True)
+    sys.exit(INTERRUPTED)
+
+
+def write_run_report(run_dir: Path) -> bool:
+    """report.html and report.tex of the finished run, compared with its suite's golden files.
+
+    A report that fails to render says so and leaves the run's results alone; a report of
+    an earlier pass of the same run (a resume) is moved aside to report.stale.<ext>, so
+    nobody reads it as this run's (issue 39). Returns whether the report was written."""
     from duplexeval.benchmarks import plugins
     from duplexeval.reports.golden import suite_golden_paths
     from duplexeval.reports.render import write_report
@@ -249,9 +309,15 @@ def write_run_report(run_dir: Path) -> None:
     try:
         written = write_report(run_dir, families=plugins(), golden_paths=suite_golden_paths(load_run(run_dir).manifest))
     except Exception as exc:  # noqa: BLE001 - the run is written; the report is a view of it
-        click.echo(f"report not written ({type(exc).__name__}: {exc}); try `duplexeval report {run_dir}`", err=True)
-        return
+        stale = [p for p in (run_dir / "report.html", run_dir / "report.tex") if p.is_file()]
+        for path in stale:
+            path.replace(path.with_name(f"report.stale{path.suffix}"))
+        moved = f"; the earlier report is now {', '.join(p.stem + '.stale' + p.suffix for p in stale)}" if stale else ""
+        click.echo(f"report not written ({type(exc).__name__}: {exc}){moved}; try `duplexeval report {run_dir}`",
+                   err=True)
+        return False
     click.echo(f"report: {written['html']} (LaTeX: {written['latex']}; PDF: duplexeval report {run_dir} --pdf)")
+    return True
 
 
 def print_unfilled(outcomes, limit: int | None) -> None:

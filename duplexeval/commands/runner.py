@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from duplexeval.cli_errors import CommandError
-from duplexeval.commands.bounds import HARNESS_RATES, finite
+from duplexeval.commands.bounds import HARNESS_RATES, finite, run_id_name
 
 INPUT_RATES = (1000, 384000)  # Hz a real recording can have
 
@@ -38,9 +38,9 @@ def backend_options(fn):
 @click.command()
 @click.argument("model_id", required=False)
 @click.option("--model", "model_opt", help="Model id (same as the argument).")
-@click.option("--long-s", type=float, callback=finite(0.5, 3600.0), default=30.0, show_default=True,
+@click.option("--long-s", type=finite(0.5, 3600.0), default=30.0, show_default=True,
               help="Length of the long lockstep session (late faults; a real item runs this long).")
-@click.option("--realtime-s", type=float, callback=finite(0.5, 3600.0), default=3.0, show_default=True,
+@click.option("--realtime-s", type=finite(0.5, 3600.0), default=3.0, show_default=True,
               help="Length of the wall-clock session (it takes this long).")
 @backend_options
 def conformance(model_id: str | None, model_opt: str | None, long_s: float, realtime_s: float, backend: str | None,
@@ -71,9 +71,9 @@ def conformance(model_id: str | None, model_opt: str | None, long_s: float, real
 @click.option("--clock", type=click.Choice(["lockstep", "realtime"]), default="lockstep", show_default=True)
 @click.option("--rate", type=click.IntRange(*HARNESS_RATES), default=16000, show_default=True,
               help="Harness (recording) rate in Hz.")
-@click.option("--tail-s", type=float, default=2.0, show_default=True, callback=finite(0.0, 600.0),
+@click.option("--tail-s", type=finite(0.0, 600.0), default=2.0, show_default=True,
               help="Silence played after the file, in seconds (0-600).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @backend_options
 def session(model_id: str, wav: Path, out_dir: Path, clock: str, rate: int, tail_s: float, seed: int,
             backend: str | None, endpoint: str | None) -> None:
@@ -108,7 +108,7 @@ def check_input_wav(wav: Path) -> None:
 
 
 @click.command()
-@click.option("--run-id", help="Only the containers of this run (default: every duplexeval container).")
+@click.option("--run-id", callback=run_id_name, help="Only the containers of this run (default: every duplexeval container).")
 def cleanup(run_id: str | None) -> None:
     """Remove what killed runs left: labelled model containers and stale /tmp/dxe-* socket folders."""
     from duplexeval.containers import EngineUnavailable, docker_client

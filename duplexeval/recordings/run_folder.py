@@ -28,6 +28,7 @@ import numpy as np
 import soundfile as sf
 
 from duplexeval import __version__
+from duplexeval.cli_params import child_folder
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.runner.integrity import EVENTS, RECORDING, STATUS_FILE, artifact_fields, seal_status
 
@@ -47,7 +48,7 @@ class ImportRefused(ValueError):
 
 def bench_dir_for(runs_dir: Path, run_id: str, model: str, bench_id: str) -> Path:
     """<runs>/<run>/<model>/<benchmark>, refused when it already holds anything: an import never overwrites."""
-    bench_dir = runs_dir / run_id / model / bench_id
+    bench_dir = child_folder(child_folder(runs_dir, run_id, "run id"), model, "model name") / bench_id
     if bench_dir.exists() and any(bench_dir.iterdir()):
         raise ImportRefused(f"{bench_dir}: already holds a run of {model} on {bench_id}; "
                             "import into another --run-id (nothing was written)")

@@ -2,9 +2,10 @@
 
 A golden cell with a `run` locator is looked up in the run's results.json files. Three
 outcomes besides pass/fail matter to an auditor and are kept apart:
-- `missing`: the run has no such model / benchmark / metric (a partial run). Listed,
-  and a failure only with --strict, so `make reproduce` on a CPU machine can compare the
-  cells it has without pretending to have the rest;
+- `missing`: the run has no such model / benchmark / metric (a partial run, data that
+  was never there). A failure (issue 39: a run that made none of its cells must not pass
+  as a reproduction); `compare --allow-missing` lists them without failing, for a run
+  narrowed on purpose (`--models`, `--limit`);
 - `ambiguous`: several results.json match the locator (a locator that is too loose is a
   golden-file bug, so it always fails);
 - cells without a locator (dataset counts, notes) are paper-only and not listed here:
@@ -200,11 +201,17 @@ def compare_run(run: RunDir, golden: Golden, *, tolerance: float | None = None,
             for c in golden.cells if c.run is not None and c.comparable]
 
 
-def failed(rows: list[DiffRow], *, strict: bool = False) -> bool:
-    """Out of tolerance, ambiguous, a wrong denominator or an incomplete result fails; missing
-    fails only with strict."""
-    bad = {OUT, AMBIGUOUS, DENOMINATOR, INCOMPLETE} | ({MISSING} if strict else set())
-    return any(r.status in bad for r in rows)
+def failed(rows: list[DiffRow], *, allow_missing: bool = False, strict: bool | None = None) -> bool:
+    """Out of tolerance, ambiguous, a wrong denominator, an incomplete result or a missing cell
+    fails (missing not with allow_missing); so does a diff with no row at all (nothing compared
+    is no reproduction). `strict` is accepted and ignored: missing cells always fail now."""
+    bad = {OUT, AMBIGUOUS, DENOMINATOR, INCOMPLETE} | (set() if allow_missing else {MISSING})
+    return not rows or any(r.status in bad for r in rows)
+
+
+def summary(rows: list[DiffRow]) -> str:
+    """The one summary line of a diff: every status with its count, e.g. '140 ok, 2 missing'."""
+    return ", ".join(f"{v} {k}" for k, v in counts(rows).items()) or "no cell compared"
 
 
 def counts(rows: list[DiffRow]) -> dict[str, int]:

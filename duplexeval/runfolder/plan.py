@@ -7,13 +7,12 @@ overrides so a report can say exactly what replaced what.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from duplexeval.io import sha256_json
-from duplexeval.specs import Registry, Spec
-from duplexeval.specs.readings import apply_readings
+from duplexeval.specs import Registry, Spec, SpecErrors
+from duplexeval.specs.overrides import apply_overrides, override_problems, suite_overrides  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -44,27 +43,6 @@ class Job:
     def identity(self) -> str:
         """What resume compares: finished items are reused only under the same identity."""
         return sha256_json({"model": self.model.identity_sha256, "bench": self.bench, "version": self.bench["version"]})
-
-
-def apply_overrides(bench: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(bench)
-    if "asr" in overrides:
-        out["asr"] = copy.deepcopy(overrides["asr"])
-    if "tts" in overrides and out["dimension"] == "mpe":
-        # The voices of the scenes (suite-level `tts`; none: flite): rendering reads bench["tts"].
-        out["tts"] = copy.deepcopy(overrides["tts"])
-    data = overrides.get("data", {}).get(out["dimension"])
-    if data is not None:
-        # Keyed by dimension: the embedded MPE scenes must not replace MTR's dialogues.
-        out["data"] = copy.deepcopy(data)
-    if "scheduler" in overrides and "scheduler" in out:
-        out["scheduler"] = {**out["scheduler"], **copy.deepcopy(overrides["scheduler"])}
-    if "judges" in overrides:
-        # Only roles the dimension has: an MPE judge override must not leak into MTR.
-        out["judges"] = {role: overrides["judges"].get(role, judge) for role, judge in out["judges"].items()}
-    if "readings" in overrides:
-        out = apply_readings(out, overrides["readings"])
-    return out
 
 
 class ImpossiblePair(ValueError):
@@ -104,9 +82,7 @@ def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = Non
     for kind, wanted in (("model", models), ("benchmark", benchmarks)):
         for name in wanted or []:
             registry.get(kind, name)  # a typo gets "did you mean", not an empty plan
-    overrides = dict(suite.data.get("overrides", {}))
-    if "tts" in suite.data:
-        overrides["tts"] = suite.data["tts"]
+    overrides = suite_overrides(suite.data)
     clock = clock or suite.data.get("clock")
     if models and benchmarks:
         exact: list[Job] = []
@@ -115,6 +91,9 @@ def plan_suite(registry: Registry, suite_id: str, models: list[str] | None = Non
             for bench_id in dict.fromkeys(benchmarks):
                 model, bench = registry.get("model", model_id), registry.get("benchmark", bench_id)
                 why = pair_problem(model, bench, clock)
+                bad = override_problems(suite, bench.data)  # a pair outside the suite's runs: not checked by validate
+                if bad:
+                    raise SpecErrors(bad)
                 if why:
                     problems.append(f"{model_id} x {bench_id}: {why}")
                     continue

@@ -61,7 +61,7 @@ def scaffold(model_id: str, dest: Path, template: str = "silent") -> list[Path]:
     from duplexeval.resources import bundle_root
     from duplexeval.specs import default_registry
 
-    if not ID_PATTERN.match(model_id):
+    if not ID_PATTERN.fullmatch(model_id):
         raise ScaffoldError(f"model name {model_id!r}: use lower-case letters, digits, '.' and '-' "
                             "(it becomes the spec id, the image folder and the image tag)")
     if template not in TEMPLATES:

@@ -9,6 +9,7 @@ that came from a base file points at the base file's line.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -154,7 +155,9 @@ def load_spec(path: Path, expected_kind: str | None = None) -> Spec:
         raise SpecErrors([at(("kind",), f"{found}; must be one of {', '.join(KINDS)}")])
     if expected_kind and kind != expected_kind:
         raise SpecErrors([at(("kind",), f"{kind!r} spec in the {FOLDER_OF_KIND[expected_kind]}/ folder (expected {expected_kind!r})")])
-    errors = [schema_error(e, data, origins, path) for e in _schema_errors(kind, data)]
+    errors = [schema_error(e, data, origins, path) for e in schema_errors(kind, data)]
+    errors += [at(field_path, f"{value} is not a finite number (.nan and .inf are refused everywhere)")
+               for field_path, value in non_finite(data)]
     spec_id = data.get("id")
     if isinstance(spec_id, str) and spec_id != path.stem:
         errors.append(at(("id",), f"{spec_id!r} must equal the file name {path.stem!r}"))
@@ -163,8 +166,25 @@ def load_spec(path: Path, expected_kind: str | None = None) -> Spec:
     return Spec(kind=kind, id=spec_id, data=data, path=path, sources=files, origins=origins)
 
 
-def _schema_errors(kind: str, data: dict[str, Any]) -> list[ValidationError]:
-    validator = jsonschema.Draft202012Validator(schema_for(kind))
+def non_finite(data: Any, at: tuple = ()) -> list[tuple[tuple, float]]:
+    """(field path, value) of every NaN or infinity in a spec: JSON Schema's minimum/maximum
+    compare false with NaN, so `max_wait_s: .nan` would pass every bound (issue 39)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return [(at, data)]
+    if isinstance(data, dict):
+        return [found for k, v in data.items() for found in non_finite(v, (*at, k))]
+    if isinstance(data, list):
+        return [found for i, v in enumerate(data) for found in non_finite(v, (*at, i))]
+    return []
+
+
+@lru_cache(maxsize=None)
+def _validator(kind: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema_for(kind))
+
+
+def schema_errors(kind: str, data: dict[str, Any]) -> list[ValidationError]:
+    validator = _validator(kind)
     out = []
     for error in validator.iter_errors(data):
         # oneOf/anyOf wrap the useful error; report the most specific one.
@@ -174,8 +194,10 @@ def _schema_errors(kind: str, data: dict[str, Any]) -> list[ValidationError]:
     return out
 
 
-def schema_error(error: ValidationError, data: Any, origins: Origins, path: Path) -> SpecError:
-    """Point a jsonschema error at the key it is about, not only at its parent."""
+def describe_schema_error(error: ValidationError) -> tuple[tuple, str]:
+    """(field path, message) of a jsonschema error, pointed at the key it is about: an unknown
+    key gets did-you-mean, a missing required field is named. Shared by spec files and a
+    suite's overrides (duplexeval.specs.overrides), so both read the same."""
     at = tuple(error.absolute_path)
     message = error.message
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
@@ -188,10 +210,18 @@ def schema_error(error: ValidationError, data: Any, origins: Origins, path: Path
     elif error.validator == "required" and isinstance(error.validator_value, list):
         missing = [r for r in error.validator_value if isinstance(error.instance, dict) and r not in error.instance]
         if missing:
-            file, line = origins.get(at, (path, 1))
-            return SpecError(file, line, format_field(at + (missing[0],)), "required field is missing")
-    file, line = origins.get(at, None) or _nearest(at, origins, path)
-    return SpecError(file, line, format_field(at), _without_long_value(message, error.instance))
+            return at + (missing[0],), "required field is missing"
+    return at, _without_long_value(message, error.instance)
+
+
+def schema_error(error: ValidationError, data: Any, origins: Origins, path: Path) -> SpecError:
+    """Point a jsonschema error at the key it is about, not only at its parent."""
+    at, message = describe_schema_error(error)
+    if message == "required field is missing":
+        file, line = origins.get(at[:-1], (path, 1))
+    else:
+        file, line = origins.get(at, None) or _nearest(at, origins, path)
+    return SpecError(file, line, format_field(at), message)
 
 
 SHOWN_VALUE_CHARS = 60

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from duplexeval.resources import project_dir
+from duplexeval.resources import bundle_root, project_dir
 from duplexeval.specs.errors import SpecError, SpecErrors, UnknownSpecError
 from duplexeval.specs.index import (  # noqa: F401  (the registry's public names, kept here)
     SPECS_ENV,
@@ -98,6 +98,20 @@ class Registry:
     def all(self, kind: str) -> list[Spec]:
         return [self.specs[kind][k] for k in sorted(self.specs[kind])]
 
+    def _suite_override_problems(self, suite: Spec, benches: list[dict]) -> list[SpecError]:
+        """Every benchmark of the suite as the suite runs it, checked by the benchmark schema
+        (duplexeval.specs.overrides); one problem reported once however many benchmarks show it."""
+        from duplexeval.specs.overrides import override_problems, unused_override_problems
+
+        seen: dict[str, SpecError] = {}
+        for bench in benches:
+            for problem in override_problems(suite, bench):
+                seen.setdefault(f"{problem.field}: {problem.message.split(' (as benchmark ')[0]}", problem)
+        known = {role for b in self.all("benchmark") for role in b.data.get("judges", {})}
+        errors, warnings = unused_override_problems(suite, benches, known)
+        self.warnings.extend(w for w in warnings if w not in self.warnings)
+        return [*seen.values(), *errors]
+
     def check_references(self) -> list[SpecError]:
         errors: list[SpecError] = []
 
@@ -137,14 +151,20 @@ class Registry:
                     ref(spec, ("runs", i, "benchmarks", j), "benchmark", bench)
             for role, judge_id in spec.data.get("overrides", {}).get("judges", {}).items():
                 ref(spec, ("overrides", "judges", role), "judge", judge_id)
+            for dim, block in (spec.data.get("overrides", {}).get("data") or {}).items():
+                if isinstance(block, dict) and block.get("source") == "embedded" and isinstance(block.get("path"), str):
+                    # as a run reads it: relative to the bundle (duplexeval.benchmarks.*: repo_root() / path)
+                    exists(spec, ("overrides", "data", dim, "path"), bundle_root() / block["path"], "embedded data path")
             for i, golden in enumerate(spec.data.get("golden", [])):
                 exists(spec, ("golden", i), home(spec) / golden, "golden file")
+            benches = [self.specs["benchmark"][b].data for b in dict.fromkeys(
+                b for run in spec.data.get("runs", []) for b in run.get("benchmarks", []))
+                if b in self.specs["benchmark"]]
+            errors.extend(self._suite_override_problems(spec, benches))
             chosen = spec.data.get("overrides", {}).get("readings")
             if chosen:
                 from duplexeval.specs.readings import suite_reading_problems
 
-                benches = [self.specs["benchmark"][b].data for run in spec.data.get("runs", [])
-                           for b in run.get("benchmarks", []) if b in self.specs["benchmark"]]
                 errors.extend(spec.error(("overrides", "readings", field), why)
                               for field, why in suite_reading_problems(chosen, benches))
         # ASR/TTS selections name models whose weights a spec pins (duplexeval.specs.local_models).
