@@ -69,6 +69,16 @@ class Benchmark(ABC):
     """
 
     family: ClassVar[str]   # the spec's `benchmark:` value, and the entry point's name
+    # What the family's records.jsonl says, declared here so the core names no family's words
+    # (specs/schema/records.schema.json holds the shared fields; docs/architecture.md, "records.jsonl"):
+    # every `outcome` word its records may carry (None: open, e.g. a judge's verdict written verbatim;
+    # `verify` and the tests check a closed vocabulary), each metric's direction (True: higher is
+    # better; the report's generic table marks it), and the role of each turn label the item view
+    # colours (`target`: what the model must answer, `interrupt`: what it must yield to; the
+    # report's CSS knows only these roles).
+    outcomes: ClassVar[frozenset[str] | None] = None
+    higher_is_better: ClassVar[dict[str, bool]] = {}
+    turn_roles: ClassVar[dict[str, str]] = {}
 
     @abstractmethod
     def plan(self, job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str,

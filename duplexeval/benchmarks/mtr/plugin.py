@@ -10,6 +10,11 @@ from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, Re
 
 class MtrDuplexBench(Benchmark):
     family = "mtr-duplexbench"
+    # Open: an instruction or safety round's outcome is its judge's verdict, written verbatim.
+    outcomes = None
+    higher_is_better = {"success": True, "score": True, "spoke_during_turn": False, "no_response": False,
+                        "unparseable": False, "error": False, "latency_s": False, "latency_all_rounds_s": False,
+                        "latency_successes_s": False}
 
     def plan(self, job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None):
         from duplexeval.benchmarks.mtr.plan import MtrPlan
