@@ -118,8 +118,8 @@ CASES = [
     ("validate {t}/control.yaml", 1, ["control.yaml:2", "not allowed"], {}),
     ("validate {t}/dupkey.yaml", 1, ["dupkey.yaml:3", "duplicate key"], {}),
     # unclear or wrong errors
-    ("paper-check --mtr " + str(golden_dir() / "duplex-mpe.yaml"), 2, ["--mtr", "duplex-mpe"], {}),
-    ("paper-check --mpe {t}/ok.wav", 2, ["ok.wav"], {}),
+    ("paper-check --golden " + str(golden_dir() / "full-duplex-bench.yaml"), 2, ["--golden", "full-duplex-bench"], {}),
+    ("paper-check --golden {t}/ok.wav", 2, ["ok.wav"], {}),
     ("segment {t}/ok.wav", 2, ["ok.wav", "UTF-8"], {}),
     ("mtr render {t}/ok.wav {t}/out", 2, ["ok.wav", "UTF-8"], {}),
     # integrity: a damaged run is refused by every reader

@@ -68,7 +68,7 @@ CASES = [
     ("mtr fetch", "nosuch-dataset"),
     ("mtr render", "{t}/garbage.yaml {t}/out"),
     ("mtr score", "{t}/run/silent/mpe-explicit"),
-    ("paper-check", "--mpe {t}/garbage.csv"),
+    ("paper-check", "--golden {t}/garbage.csv"),
     ("report", "{t}/run"),
     ("reproduce", "--suite nosuch-suite --runs-dir {t}/runs"),
     ("run", "--suite embedded --models nosuch-model --runs-dir {t}/runs"),

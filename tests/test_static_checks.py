@@ -39,10 +39,76 @@ def test_mypy_passes_on_the_package():
     assert got.returncode == 0, got.stdout + got.stderr
 
 
-def test_import_contracts_hold():
-    got = _tool("lint-imports", "--no-cache")
+# Core modules that still name a benchmark family: being moved by issue 40's other parts
+# (the unit-length/cost hook, the MPE statistics, the recordings and data-layout hooks).
+# Empty this once they are merged; never add to it.
+CORE_EXEMPT = (
+    "duplexeval/runs/cost_estimate.py",
+    "duplexeval/runs/statistics.py",
+    "duplexeval/realtime/cost.py",
+    "duplexeval/commands/recordings.py",
+    "duplexeval/commands/data.py",
+    "duplexeval/data/sets.py",
+    "duplexeval/data/imported.py",
+    "duplexeval/data/snapshot.py",
+)
+CORE = ("runs", "commands", "data", "realtime", "reports")
+FAMILY_WORDS = re.compile(r"[A-Za-z0-9_]*(?:mpe|mtr|fdb)[A-Za-z0-9_]*", re.IGNORECASE)
+# Words that contain the letters of a family's short name and mean something else.
+GENERIC_WORDS = frozenset({"timestamped", "timestamp", "timestamps", "rmtree"})
+
+
+def _pyproject_excusing(exempt: tuple[str, ...] = CORE_EXEMPT) -> str:
+    """pyproject.toml as is when nothing is exempt; else its text with the core contract ignoring
+    the exempt modules' imports (the file in the repository never excuses one)."""
+    text = (ROOT / "pyproject.toml").read_text("utf-8")
+    if not exempt:
+        return text
+    modules = [p.removesuffix(".py").replace("/", ".") for p in exempt]
+    ignores = ", ".join(f'"{m} -> duplexeval.benchmarks.**"' for m in modules)
+    marker = 'forbidden_modules = ["duplexeval.benchmarks.mpe"'
+    assert marker in text
+    return text.replace(marker, f"ignore_imports = [{ignores}]\nunmatched_ignore_imports_alerting = \"none\"\n" + marker)
+
+
+def test_import_contracts_hold(tmp_path):
+    config = tmp_path / "pyproject.toml"
+    config.write_text(_pyproject_excusing(), "utf-8")
+    got = _tool("lint-imports", "--no-cache", "--config", str(config))
     assert got.returncode == 0, got.stdout + got.stderr
-    assert "Contracts: 3 kept, 0 broken." in got.stdout
+    assert "Contracts: 4 kept, 0 broken." in got.stdout
+
+
+def test_the_core_names_no_family():
+    """`grep -rniE "mpe|mtr|fdb"` over the core finds only generic words (issue 40): a family's
+    words, rules and files live in its package, reached through the plug-in hooks."""
+    found = {}
+    for sub in CORE:
+        for path in sorted((ROOT / "duplexeval" / sub).rglob("*")):
+            if not path.is_file() or path.suffix not in (".py", ".j2", ".js", ".json", ".md") or "__pycache__" in path.parts:
+                continue
+            rel = str(path.relative_to(ROOT))
+            if rel in CORE_EXEMPT:
+                continue
+            for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+                words = [w for w in FAMILY_WORDS.findall(line) if w.lower() not in GENERIC_WORDS]
+                if words:
+                    found[f"{rel}:{n}"] = words
+    assert found == {}
+
+
+def test_the_core_exemptions_are_files_that_exist():
+    """A file in CORE_EXEMPT that is gone (moved into its family) leaves the list with it."""
+    assert [p for p in CORE_EXEMPT if not (ROOT / p).is_file()] == []
+
+
+def test_the_core_importing_a_family_breaks_its_contract(package_copy):
+    render = package_copy / "duplexeval" / "runs" / "outcomes.py"
+    render.write_text(render.read_text() + "\nfrom duplexeval.benchmarks.mpe import metrics  # planted\n")
+    got = _tool("lint-imports", "--no-cache", "--config", str(package_copy / "pyproject.toml"), cwd=package_copy,
+                pythonpath=package_copy)
+    assert got.returncode != 0
+    assert "duplexeval.runs is not allowed to import duplexeval.benchmarks.mpe" in got.stdout
 
 
 @pytest.fixture
@@ -50,7 +116,7 @@ def package_copy(tmp_path) -> Path:
     """A copy of the package and its pyproject.toml, to plant violations in."""
     shutil.copytree(ROOT / "duplexeval", tmp_path / "duplexeval",
                     ignore=shutil.ignore_patterns("__pycache__", "_bundle"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "pyproject.toml").write_text(_pyproject_excusing(), "utf-8")
     return tmp_path
 
 
