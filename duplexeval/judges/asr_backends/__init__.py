@@ -24,13 +24,12 @@ from duplexeval.judges.asr_backends.base import (  # noqa: F401  (the package's 
 )
 from duplexeval.lazy import LazyRegistry
 
-_HERE = "duplexeval.judges.asr_backends"
-# name -> module:Class, imported when a spec's `asr.backend` chooses it.
+# name -> module:Class (written out whole: image_sources reads these strings), imported when a spec's `asr.backend` chooses it.
 BACKENDS: LazyRegistry[Backend] = LazyRegistry("ASR backend", {
-    "faster-whisper": f"{_HERE}.faster_whisper_backend:FasterWhisperBackend",
-    "whisper-timestamped": f"{_HERE}.whisper_timestamped_backend:WhisperTimestampedBackend",
-    "stable-ts": f"{_HERE}.stable_ts_backend:StableTsBackend",
-    "qwen3-asr": f"{_HERE}.qwen3_asr_backend:Qwen3AsrBackend",
-    "pocketsphinx": f"{_HERE}.pocketsphinx_backend:PocketsphinxBackend",
-    "parakeet-tdt": f"{_HERE}.parakeet_backend:ParakeetBackend",
+    "faster-whisper": "duplexeval.judges.asr_backends.faster_whisper_backend:FasterWhisperBackend",
+    "whisper-timestamped": "duplexeval.judges.asr_backends.whisper_timestamped_backend:WhisperTimestampedBackend",
+    "stable-ts": "duplexeval.judges.asr_backends.stable_ts_backend:StableTsBackend",
+    "qwen3-asr": "duplexeval.judges.asr_backends.qwen3_asr_backend:Qwen3AsrBackend",
+    "pocketsphinx": "duplexeval.judges.asr_backends.pocketsphinx_backend:PocketsphinxBackend",
+    "parakeet-tdt": "duplexeval.judges.asr_backends.parakeet_backend:ParakeetBackend",
 })
