@@ -160,7 +160,7 @@ class ContentStore:
         self.put(components, sha256_file(blob))
         return blob
 
-    def put_folder(self, components: dict[str, Any], write: Callable[[Path], None]) -> Path:
+    def put_folder(self, components: dict[str, Any], write: Callable[[Path], object]) -> Path:
         """A folder store's put: `write(path)` fills a new folder, renamed into place, then the entry
         records every file's sha256. Returns the folder. Another writer of the same key that got
         there first wins (its folder is complete: it was renamed into place whole)."""

@@ -101,7 +101,7 @@ def _synthesize_backend(text: str, voice: str, rate: int, cache_dir: Path | None
                         speaker: str | None) -> np.ndarray:
     from duplexeval.tts_backends import BACKENDS, TTS_BACKENDS
 
-    name = tts.get("backend")
+    name = str(tts.get("backend"))
     if name not in BACKENDS:
         raise ValueError(f"unknown TTS backend {name!r}; choose one of {', '.join(TTS_BACKENDS)}")
     backend = BACKENDS[name]

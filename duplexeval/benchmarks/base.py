@@ -1,5 +1,8 @@
 """What a benchmark family gives the harness: one small interface, as a task is one unit in lm-evaluation-harness.
 
+The hooks fall in five groups by who asks (benchmarks/hooks.py: Runs, Scores, Reports, Data,
+Commands; docs/architecture.md lists each hook with its caller).
+
 The executor and the `score` command know only this interface; a family's own code (its
 stimuli, its scoring, its commands) lives in its package, duplexeval/benchmarks/<family>/.
 Shared infrastructure (specs, runner, judges, reports) stays outside every family.
@@ -79,6 +82,7 @@ class Benchmark(ABC):
     outcomes: ClassVar[frozenset[str] | None] = None
     higher_is_better: ClassVar[dict[str, bool]] = {}
     turn_roles: ClassVar[dict[str, str]] = {}
+    paper_golden_files: ClassVar[tuple[str, ...]] = ()   # golden/ files of the papers it re-derives
 
     @abstractmethod
     def plan(self, job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str,

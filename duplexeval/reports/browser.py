@@ -70,7 +70,8 @@ def _verdict(rec: dict[str, Any]) -> str:
     carries no pass/fail of its own (a continuous metric's sample)."""
     if "passed" not in rec:
         return "none"
-    return {True: "pass", False: "fail"}.get(charts.passed(rec), "excluded")
+    verdict = charts.passed(rec)
+    return "excluded" if verdict is None else ("pass" if verdict else "fail")
 
 
 def _family_items(result: ResultFile, families: Families) -> Callable[[str], dict[str, Any] | None]:

@@ -60,9 +60,14 @@ class FamilyReport(Protocol):
     hooks). The report is handed the families by its caller (`families`: family name -> plug-in,
     the plug-in registry in the commands), so reports/ never looks a family up itself."""
 
-    outcomes: frozenset[str] | None           # every outcome word of its records (None: open)
-    higher_is_better: dict[str, bool]         # metric (or "<benchmark>/<metric>") -> direction
-    turn_roles: dict[str, str]                # turn label -> "target" | "interrupt" (the item view's colours)
+    @property
+    def higher_is_better(self) -> dict[str, bool]: ...     # metric (or "<benchmark>/<metric>") -> direction
+
+    @property
+    def turn_roles(self) -> dict[str, str]: ...            # turn label -> "target" | "interrupt" (item view colours)
+
+    @property
+    def paper_golden_files(self) -> tuple[str, ...]: ...   # golden/ files of the papers it re-derives
 
     def report_sections(self, inputs: SectionInputs) -> list[ReportSection] | None: ...
 
