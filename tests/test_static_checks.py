@@ -223,3 +223,13 @@ def test_no_circle_runs_through_a_package_init():
             if path.is_file() and pkg in _imports_of(path):
                 found.append(f"{pkg}/__init__ -> {module} -> {pkg}")
     assert found == []
+
+
+def test_the_readme_layout_names_every_subpackage():
+    """README's "Layout" lists every subpackage of duplexeval (issue 40), by its folder name at its depth."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    layout = text.split("## Layout", 1)[1].split("```", 2)[1]
+    listed = set(re.findall(r"^ +([a-z_]+)/ ", layout, re.MULTILINE))
+    packages = {p.parent.name for p in (ROOT / "duplexeval").rglob("__init__.py")
+                if p.parent != ROOT / "duplexeval" and not {"_bundle", "templates"} & set(p.parts)}
+    assert sorted(packages - listed) == []
