@@ -233,3 +233,12 @@ def test_the_readme_layout_names_every_subpackage():
     packages = {p.parent.name for p in (ROOT / "duplexeval").rglob("__init__.py")
                 if p.parent != ROOT / "duplexeval" and not {"_bundle", "templates"} & set(p.parts)}
     assert sorted(packages - listed) == []
+
+
+MAX_MYPY_EXCUSED = 17   # modules with error codes switched off (44 before issue 40); only ever lower it
+
+
+def test_mypy_excuses_only_shrink():
+    overrides = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["mypy"]["overrides"]
+    excused = sorted(m for o in overrides if "disable_error_code" in o for m in o["module"])
+    assert len(excused) <= MAX_MYPY_EXCUSED, excused

@@ -11,6 +11,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -67,7 +68,7 @@ def compare_command(run_dir: Path, golden_paths: tuple[str, ...], strict: bool, 
     if not golden_paths:
         raise click.UsageError("the run names no suite with golden files: pass --golden FILE")
     any_failed = False
-    all_rows = {}
+    all_rows: dict[str, list[Any]] = {}
     for golden in _load_goldens(golden_paths):
         rows = compare_run(run, golden, tolerance=tolerance, aliases=_aliases(aliases),
                            allow_incomplete=allow_incomplete)

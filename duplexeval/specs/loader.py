@@ -160,7 +160,7 @@ def load_spec(path: Path, expected_kind: str | None = None) -> Spec:
         errors.append(at(("id",), f"{spec_id!r} must equal the file name {path.stem!r}"))
     if errors:
         raise SpecErrors(errors)
-    return Spec(kind=kind, id=spec_id, data=data, path=path, sources=files, origins=origins)
+    return Spec(kind=kind, id=str(spec_id), data=data, path=path, sources=files, origins=origins)
 
 
 def _schema_errors(kind: str, data: dict[str, Any]) -> list[ValidationError]:

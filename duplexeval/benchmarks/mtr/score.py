@@ -107,7 +107,9 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
     part = said[a:b]
     episodes = speech_episodes(part, rate, bench["vad"])
     if transcriber is None:
-        from duplexeval.judges.asr import transcribe as transcriber  # noqa: N813
+        from duplexeval.judges.asr import transcribe
+
+        transcriber = transcribe
     by_episode: list[list[W]] = []
     pad = float(bench["asr"].get("episode_pad_s", EPISODE_PAD_S))
     for s, e in episodes:
