@@ -97,3 +97,47 @@ def test_a_lazy_export_of_a_package_init_is_followed(tmp_path):
     files = image_package_files(package_dir(), Path(package_dir().parent / "images" / "cascaded-baseline"))
     rel = {str(p.relative_to(package_dir())) for p in files}
     assert "judges/vad.py" in rel   # named only as "vad" in judges/__init__'s _EXPORTS
+
+
+def test_the_staged_agents_package_runs_on_its_own(tmp_path):
+    """Without Docker: the agents image's staged duplexeval/ alone (first on the path) imports every
+    agent module and starts an agent's CLI, and nothing is taken from the full package."""
+    import subprocess
+    import sys
+
+    stage_sources(load_model_spec("silent"), tmp_path)
+    code = ("import importlib, pkgutil, sys\n"
+            "import duplexeval, duplexeval.agents\n"
+            "for m in pkgutil.iter_modules(duplexeval.agents.__path__):\n"
+            "    importlib.import_module('duplexeval.agents.' + m.name)\n"
+            "outside = [n for n, m in sys.modules.items() if n.startswith('duplexeval')\n"
+            "           and getattr(m, '__file__', None) and not m.__file__.startswith(sys.argv[1])]\n"
+            "assert outside == [], outside\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "HOME": str(tmp_path)}
+    got = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    got = subprocess.run([sys.executable, "-m", "duplexeval.agents.silent", "--help"], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=300)
+    assert got.returncode == 0 and "--socket" in got.stdout, got.stderr[-2000:]
+
+
+def test_a_gpu_image_staged_package_imports_every_shim_on_its_own(tmp_path):
+    """The same for a GPU image (voila: protocol, shims and upstream.py): every shim and protocol module
+    imports from the staged copy alone (the models' own libraries are imported lazily)."""
+    import subprocess
+    import sys
+
+    stage_sources(load_model_spec("voila"), tmp_path)
+    code = ("import importlib, pkgutil, sys\n"
+            "import duplexeval.protocol, duplexeval.shims, duplexeval.upstream\n"
+            "for pkg in (duplexeval.protocol, duplexeval.shims):\n"
+            "    for m in pkgutil.iter_modules(pkg.__path__):\n"
+            "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
+            "outside = [n for n, m in sys.modules.items() if n.startswith('duplexeval')\n"
+            "           and getattr(m, '__file__', None) and not m.__file__.startswith(sys.argv[1])]\n"
+            "assert outside == [], outside\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "HOME": str(tmp_path)}
+    got = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
