@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,7 +25,6 @@ from duplexeval.runfolder.run_dir import ResultFile, RunDir, item_dirs, read_eve
 SCRIPT = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
 MAX_RECORDS = 20000          # per report; beyond this the browser says how many it left out
 MAX_TEXT = 600               # characters of a transcript or reason kept per record
-_BRACKET = re.compile(r"\[(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)\]")
 
 
 def script_hash(script: str = SCRIPT) -> str:
@@ -49,15 +47,12 @@ def _clip(value: Any) -> str | None:
 
 def record_span(rec: dict[str, Any], item_window: list[float] | None = None,
                 family: FamilyReport | None = None) -> list[float] | None:
-    """A record's window in seconds: `window`, start/end spellings, the family's own spelling
-    (`Benchmark.record_span`), a response window in its reason ("... window [2.30, 10.00]"),
-    else the item's window its family gives (`Benchmark.report_item`), else its anchor (a
-    zero-width mark)."""
+    """A record's window in seconds: its `window` (specs/schema/records.schema.json), the family's
+    own spelling (`Benchmark.record_span`), else the item's window its family gives
+    (`Benchmark.report_item`), else its `anchor_s` (a zero-width mark)."""
     span = charts.span(rec)
     if span is None and family is not None:
         span = family.record_span(rec)
-    if span is None and isinstance(rec.get("reason"), str) and (m := _BRACKET.search(rec["reason"])):
-        span = (float(m.group(1)), float(m.group(2)))
     if span is None and item_window:
         span = (float(item_window[0]), float(item_window[1]))
     if span is None and isinstance(rec.get("anchor_s"), (int, float)):

@@ -52,6 +52,14 @@ class MtrDuplexBench(Benchmark):
 
         return item_view(bench_dir, item_id)
 
+    def record_span(self, record: dict[str, Any]) -> tuple[float, float] | None:
+        """A feature round's reason names the window it judged ("spoke in the pause window [a, b]",
+        "no one segment covers [a, b]"): the item view marks that window."""
+        import re
+
+        m = re.search(r"\[(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)\]", str(record.get("reason") or ""))
+        return (float(m.group(1)), float(m.group(2))) if m else None
+
     def report_sections(self, inputs):
         from duplexeval.benchmarks.mtr.report import sections
 
