@@ -141,3 +141,22 @@ def test_a_gpu_image_staged_package_imports_every_shim_on_its_own(tmp_path):
     got = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=300)
     assert got.returncode == 0, got.stderr[-2000:]
+
+
+def test_every_copy_source_of_every_dockerfile_is_in_its_staged_context(tmp_path):
+    """A build's COPY steps find their sources in the reduced context (checked without an engine:
+    `COPY a b dest` names sources relative to the context)."""
+    import re
+
+    missing = []
+    for spec in built_models():
+        ctx = tmp_path / spec.id
+        ctx.mkdir()
+        stage_sources(spec, ctx)
+        (ctx / "wheels").mkdir()   # the wheelhouse, staged separately by a build
+        for line in (ctx / "Dockerfile").read_text().splitlines():
+            if m := re.match(r"\s*COPY\s+(?:--\S+\s+)*(.+)", line):
+                for src in m.group(1).split()[:-1]:
+                    if not (ctx / src).exists():
+                        missing.append(f"{spec.build}: {src}")
+    assert missing == []
