@@ -29,8 +29,8 @@ def _tool(name: str, *args: str, cwd: Path = ROOT, pythonpath: Path = ROOT) -> s
     return subprocess.run([str(exe), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_ruff_passes_on_the_package():
-    got = _tool("ruff", "check", "--no-cache", "duplexeval")
+def test_ruff_passes_on_the_package_tests_and_bench():
+    got = _tool("ruff", "check", "--no-cache", "duplexeval", "tests", "bench")
     assert got.returncode == 0, got.stdout + got.stderr
 
 
