@@ -67,7 +67,7 @@ test: setup qwen3-venv
 # The static checks alone (tests/test_static_checks.py runs them within `make test`; their
 # settings are in pyproject.toml and only rise).
 lint: setup
-	$(VENV)/bin/ruff check duplexeval
+	$(VENV)/bin/ruff check duplexeval tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

@@ -107,6 +107,9 @@ def _patch(clock: StageClock, owner: Any, name: str, stage: str | Callable[[], s
 
 def instrument(clock: StageClock) -> None:
     """Installs the stage timers (imports the modules they live in first)."""
+    import duplexeval.benchmarks.mpe.plan as mpe_plan
+    import duplexeval.benchmarks.mpe.plugin as mpe_plugin
+    import duplexeval.benchmarks.mtr.plan as mtr_plan
     import duplexeval.commands.run  # noqa: F401  (imports what the run will use, so aliases get patched)
     import duplexeval.executors.base as base
     import duplexeval.judges.asr as asr
@@ -114,9 +117,6 @@ def instrument(clock: StageClock) -> None:
     import duplexeval.judges.vad as vad
     import duplexeval.runner.fork as fork
     import duplexeval.runner.items as items
-    import duplexeval.benchmarks.mpe.plan as mpe_plan
-    import duplexeval.benchmarks.mpe.plugin as mpe_plugin
-    import duplexeval.benchmarks.mtr.plan as mtr_plan
     import duplexeval.specs.registry as registry
     import duplexeval.tts as tts
     from duplexeval.judges.asr_backends.faster_whisper_backend import FasterWhisperBackend
@@ -201,8 +201,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"({t_import:.1f} s of imports before the run)")
     run("run")
     if args.rescore:
-        import duplexeval.judges.vad as vad
         import duplexeval.benchmarks.mpe.score as mpe_score
+        import duplexeval.judges.vad as vad
 
         # Pass 1 scores as before either reuse existed: no episodes cache, no live streams
         # to replay (its vad-score row is what the first run's live reuse saved, for models

@@ -61,7 +61,7 @@ class BoundaryGroup(click.Group):
 @click.option("--debug", is_flag=True, envvar="DUPLEXEVAL_DEBUG",
               help="Show Python tracebacks instead of one-line errors (also DUPLEXEVAL_DEBUG=1).")
 def cli(debug: bool) -> None:
-    """Benchmark full-duplex speech language models on Duplex-MPE and MTR-DuplexBench."""
+    """Benchmark full-duplex speech language models on every installed benchmark family."""
     check_environment()
 
 

@@ -1,5 +1,5 @@
 """The content-addressed store of cached results: judge verdicts, ASR transcripts, VAD
-episodes, TTS clips and the cascade agent's transcripts.
+episodes, TTS clips, the cascade agent's transcripts and rendered stimulus folders.
 
 An entry is `<root>/<key[:2]>/<key>.json` (root: `$DUPLEXEVAL_CACHE/<name>` unless given)
 holding `{"key", "components", <field>, ...}`, where `key = sha256_json(components)`: the
@@ -8,7 +8,9 @@ versions), written beside it so a miss can be explained by comparing them with t
 stored entry, and checked on every read, so an entry whose key does not match its
 components or its file name (a hand edit, a torn copy) is never trusted. A result that is
 a file (a TTS clip) sits beside its entry as `<key><suffix>`, and the entry's `field` holds
-the file's sha256, checked on read too. Written once here, so every cache keys, lays out,
+the file's sha256, checked on read too; a result that is a folder (a rendered data set)
+sits beside it as `<key>/` and the entry holds {relative path: sha256} of every file in it,
+checked on read (a file added, removed or changed is a miss). Written once here, so every cache keys, lays out,
 verifies and explains its entries alike; a kind that needs more (the judge cache's answer
 hash and schema version, duplexeval/judges/cache.py) checks it on top of `read`.
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -39,6 +43,8 @@ class Problem:
     problem: str
 
 
+FOLDER = "/"   # the blob suffix of a kind whose result is a folder beside its entry
+
 # Every kind of cached result: its subfolder name -> (the result's field, the suffix of a
 # result kept as a file). Written once, so `duplexeval cache --store` reaches each alike.
 KINDS: dict[str, tuple[str, str | None]] = {
@@ -47,6 +53,7 @@ KINDS: dict[str, tuple[str, str | None]] = {
     "vad": ("episodes", None),           # VAD speech episodes (duplexeval/judges/vad_cache.py)
     "tts": ("wav_sha256", ".wav"),       # TTS clips (duplexeval/tts.py)
     "cascade-asr": ("text", None),       # the cascade agent's transcripts (duplexeval/agents/cascade.py)
+    "renders": ("files", FOLDER),        # rendered stimulus folders (a family's embedded data set, e.g. FDB's)
 }
 
 
@@ -82,6 +89,8 @@ class ContentStore:
         """The file a blob store keeps beside the entry of `key`."""
         if self.blob_suffix is None:
             raise ValueError(f"the {self.name} store keeps no files beside its entries")
+        if self.blob_suffix == FOLDER:
+            return self.root / key[:2] / key
         return self.root / key[:2] / f"{key}{self.blob_suffix}"
 
     # -- reading ---------------------------------------------------------------------------
@@ -107,7 +116,13 @@ class ContentStore:
         if not isinstance(components, dict) or self.key(components) != key:
             raise CorruptEntry(f"{path}: key does not match its components (recomputed "
                                f"{self.key(components) if isinstance(components, dict) else 'n/a'})")
-        if self.blob_suffix is not None:
+        if self.blob_suffix == FOLDER:
+            folder = self.blob_path(key)
+            if not folder.is_dir():
+                raise CorruptEntry(f"{path}: its folder {folder.name}/ is missing")
+            if folder_hashes(folder) != data[self.field]:
+                raise CorruptEntry(f"{folder}: its files do not match the sha256s its entry records")
+        elif self.blob_suffix is not None:
             blob = self.blob_path(key)
             if not blob.is_file():
                 raise CorruptEntry(f"{path}: its file {blob.name} is missing")
@@ -144,6 +159,30 @@ class ContentStore:
         write(blob)
         self.put(components, sha256_file(blob))
         return blob
+
+    def put_folder(self, components: dict[str, Any], write: Callable[[Path], object]) -> Path:
+        """A folder store's put: `write(path)` fills a new folder, renamed into place, then the entry
+        records every file's sha256. Returns the folder. Another writer of the same key that got
+        there first wins (its folder is complete: it was renamed into place whole)."""
+        done = self.get(components)
+        if done is not None:
+            return Path(done)
+        folder = self.blob_path(self.key(components))
+        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            write(tmp)
+            if folder.exists():
+                shutil.rmtree(folder)   # a folder whose entry failed its check (the caller got a miss)
+            tmp.rename(folder)
+        except OSError:
+            if not folder.is_dir():
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.put(components, folder_hashes(folder))
+        return folder
 
     # -- inspection ------------------------------------------------------------------------
 
@@ -192,6 +231,11 @@ class ContentStore:
             return f"stored as {best[1]['key']} (no component differs). Wanted:\n" + describe_components(components)
         return (f"nearest stored entry {best[1]['key']} differs in: {', '.join(best[0])}. Wanted:\n"
                 + describe_components(components))
+
+
+def folder_hashes(folder: Path) -> dict[str, str]:
+    """{path relative to `folder`: sha256} of every file under it, in path order."""
+    return {p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def differing(a: dict[str, Any], b: dict[str, Any]) -> list[str]:

@@ -99,16 +99,18 @@ def synthesize(text: str, voice: str, rate: int, cache_dir: Path | None = None, 
 
 def _synthesize_backend(text: str, voice: str, rate: int, cache_dir: Path | None, tts: dict[str, Any],
                         speaker: str | None) -> np.ndarray:
-    if tts.get("backend") != "qwen3-tts":
-        raise ValueError(f"unknown TTS backend {tts.get('backend')!r}; choose flite or qwen3-tts")
-    from duplexeval.tts_backends import qwen3_tts
+    from duplexeval.tts_backends import BACKENDS, TTS_BACKENDS
 
-    cfg = qwen3_tts.settings(tts)
-    qwen_voice = qwen3_tts.voice_for(cfg, speaker, voice)
+    name = str(tts.get("backend"))
+    if name not in BACKENDS:
+        raise ValueError(f"unknown TTS backend {name!r}; choose one of {', '.join(TTS_BACKENDS)}")
+    backend = BACKENDS[name]
+    cfg = backend.settings(tts)
+    backend_voice = backend.voice_for(cfg, speaker, voice)
     store = clip_store(cache_dir)
-    components = qwen3_tts.cache_components(text, qwen_voice, rate, cfg, TTS_CACHE_VERSION)
+    components = backend.cache_components(text, backend_voice, rate, cfg, TTS_CACHE_VERSION)
     cached = _cached_clip(store, components)
     if cached is not None:
         return cached
-    audio, native = qwen3_tts.synthesize_native(text, qwen_voice, cfg)
+    audio, native = backend.synthesize_native(text, backend_voice, cfg)
     return _stored_clip(store, components, resample(audio, native, rate), rate)

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 MANIFEST_SCHEMA = "duplexeval.upstream/1"
@@ -164,7 +165,7 @@ def apply_patch(root: Path, patch_text: str, patch_name: str = "patch") -> list[
     return patched
 
 
-def install(tarball: Path, manifest_path: Path, dest: Path, patches: list[Path] = ()) -> dict:
+def install(tarball: Path, manifest_path: Path, dest: Path, patches: Sequence[Path] = ()) -> dict:
     """Extract the pinned sub-folder of `tarball` into `dest`, verify it, apply `patches`."""
     spec = json.loads(manifest_path.read_text(encoding="utf-8"))
     if spec.get("schema") != MANIFEST_SCHEMA:

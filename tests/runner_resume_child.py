@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from runner_helpers import tone
+
+from duplexeval.runner import FileStimulus, load_model_spec, run_items
 
 N_ITEMS = 6
 ITEM_S = 12.0

@@ -8,12 +8,12 @@ cascade: replies only when Aria is addressed, and yields when the user barges in
 from __future__ import annotations
 
 import numpy as np
+from runner_helpers import ScriptedStimulus
 
 from duplexeval.audio import read_stereo_recording
 from duplexeval.judges.vad import detect_episodes
 from duplexeval.runner import load_model_spec, run_item, run_items
 from duplexeval.tts import synthesize
-from runner_helpers import ScriptedStimulus
 
 RATE = 16000
 FRAME_S = 0.08  # the agents' 80 ms frames

@@ -9,11 +9,11 @@ import subprocess
 import sys
 
 import pytest
+from runner_helpers import faulty_spec
 
 from duplexeval.runner import load_model_spec, model_spec_from
 from duplexeval.runner.conformance import run_conformance
 from duplexeval.specs.modelspec import REPO_ROOT
-from runner_helpers import faulty_spec
 
 
 @pytest.mark.parametrize("model_id", ["silent", "babbler", "oracle"])

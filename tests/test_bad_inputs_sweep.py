@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 from click.testing import CliRunner
+from report_fixture import make_run
 
 from duplexeval.cli import cli
 from duplexeval.judges.cache import JudgeCache, cache_key, key_components
 from duplexeval.reports.golden import golden_dir
-from report_fixture import make_run
 
 BILLION_LAUGHS = "kind: model\nid: lol\n" + "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
@@ -152,8 +152,8 @@ CASES = [
     ("validate {t}/control.yaml", 1, ["control.yaml:2", "not allowed"], {}),
     ("validate {t}/dupkey.yaml", 1, ["dupkey.yaml:3", "duplicate key"], {}),
     # unclear or wrong errors
-    ("paper-check --mtr " + str(golden_dir() / "duplex-mpe.yaml"), 2, ["--mtr", "duplex-mpe"], {}),
-    ("paper-check --mpe {t}/ok.wav", 2, ["ok.wav"], {}),
+    ("paper-check --golden " + str(golden_dir() / "full-duplex-bench.yaml"), 2, ["--golden", "full-duplex-bench"], {}),
+    ("paper-check --golden {t}/ok.wav", 2, ["ok.wav"], {}),
     ("segment {t}/ok.wav", 2, ["ok.wav", "UTF-8"], {}),
     ("mtr render {t}/ok.wav {t}/out", 2, ["ok.wav", "UTF-8"], {}),
     # integrity: a damaged run is refused by every reader
@@ -271,8 +271,8 @@ def test_the_run_folder_of_a_good_run_id_stays_inside_runs_dir(t):
 
 def test_a_corrupt_manifest_or_session_config_is_named(tmp_path):
     """`score` re-seals the manifest and a resume reads session_config.json: both name the file."""
-    from duplexeval.runner.items import _check_config
     from duplexeval.runfolder.verify import seal_manifest
+    from duplexeval.runner.items import _check_config
 
     (tmp_path / "manifest.json").write_text("{corrupt")
     with pytest.raises(ValueError, match=r"manifest\.json: unreadable"):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runner_helpers import tone
 
 from duplexeval.benchmarks.mpe.plan import mpe_items
 from duplexeval.runner import FileStimulus, load_model_spec
@@ -27,10 +28,9 @@ from duplexeval.runner.batch import probe_max_sessions, run_sessions
 from duplexeval.runner.client import ProtocolClient
 from duplexeval.runner.conformance import run_conformance
 from duplexeval.runner.errors import ModelFault
-from duplexeval.specs.modelspec import REPO_ROOT, ModelSpec, model_spec_from
 from duplexeval.runner.session import SessionOutcome, run_session
 from duplexeval.specs import Registry
-from runner_helpers import tone
+from duplexeval.specs.modelspec import REPO_ROOT, ModelSpec, model_spec_from
 
 TESTS = Path(__file__).parent
 RATE = 16000

@@ -112,3 +112,20 @@ def test_the_built_in_families_stay_as_strict_as_before(tmp_path, change, compla
     with pytest.raises(SpecErrors) as err:
         load_spec(path, "benchmark")
     assert complaint in str(err.value)
+
+
+def test_every_hook_belongs_to_exactly_one_group_and_every_family_meets_them():
+    """The plug-in hooks in a few protocols (duplexeval/benchmarks/hooks.py), documented in one place:
+    a hook added to Benchmark without a group (or in two) fails here."""
+    from duplexeval.benchmarks import Benchmark, plugins
+    from duplexeval.benchmarks.hooks import GROUPS, group_members
+
+    hooks = {n for n in [*dir(Benchmark), *Benchmark.__annotations__] if not n.startswith("_")}
+    members = {name: group_members(group) for name, group in GROUPS.items()}
+    placed = [h for m in members.values() for h in m]
+    assert sorted(hooks - set(placed)) == []                       # every hook has a group
+    assert sorted({h for h in placed if placed.count(h) > 1}) == []  # and only one
+    assert sorted(set(placed) - hooks) == []                       # a group names only hooks
+    for plugin in plugins().values():
+        for name in members:
+            assert all(hasattr(plugin, h) for h in members[name]), (plugin.family, name)

@@ -11,10 +11,19 @@ import argparse
 
 import numpy as np
 import pytest
-
 from _judge_server import FakeLLMServer, status
-from duplexeval.agents.cascaded_baseline import (ENV_BASE_URL, ENV_MODEL, SILENCE, CascadedBaseline, ConfigError,
-                                                 LLMStep, add_arguments, settings_from, spoken_form)
+
+from duplexeval.agents.cascaded_baseline import (
+    ENV_BASE_URL,
+    ENV_MODEL,
+    SILENCE,
+    CascadedBaseline,
+    ConfigError,
+    LLMStep,
+    add_arguments,
+    settings_from,
+    spoken_form,
+)
 from duplexeval.runner import load_model_spec
 from duplexeval.runner.conformance import run_conformance
 from duplexeval.tts import synthesize

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from _judge_server import FakeLLMServer, answer
+
 from duplexeval.agents.responder import is_addressed
 from duplexeval.commands.run import run_suite
 

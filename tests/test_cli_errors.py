@@ -68,7 +68,7 @@ CASES = [
     ("mtr fetch", "nosuch-dataset"),
     ("mtr render", "{t}/garbage.yaml {t}/out"),
     ("mtr score", "{t}/run/silent/mpe-explicit"),
-    ("paper-check", "--mpe {t}/garbage.csv"),
+    ("paper-check", "--golden {t}/garbage.csv"),
     ("report", "{t}/run"),
     ("reproduce", "--suite nosuch-suite --runs-dir {t}/runs"),
     ("run", "--suite embedded --models nosuch-model --runs-dir {t}/runs"),
@@ -164,3 +164,21 @@ def test_a_key_in_an_error_message_is_redacted(bad, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-PLANTED-cli-0123456789abcdef")
     msg = user_message(ValueError("endpoint refused sk-test-PLANTED-cli-0123456789abcdef"))
     assert "PLANTED" not in msg and "<OPENAI_API_KEY>" in msg
+
+
+def test_a_family_marks_its_own_errors_expected_and_the_boundary_names_no_family():
+    """MTR's DatasetUnavailable is the user's to fix because it subclasses cli_errors.ExpectedError,
+    not because the boundary lists it (the core names no benchmark package)."""
+    from duplexeval import cli_errors
+    from duplexeval.benchmarks import plugins
+    from duplexeval.benchmarks.mtr.datasets import DatasetUnavailable
+
+    assert cli_errors.is_expected(DatasetUnavailable("data set 'x' is not on this machine"))
+    families = {type(p).__module__.rsplit(".", 1)[0] for p in plugins().values()}
+    assert families and not any(name.startswith(f + ".") for name in cli_errors.EXPECTED for f in families)
+
+    class Local(RuntimeError):
+        pass
+
+    assert not cli_errors.is_expected(Local("a bug"))
+    assert cli_errors.is_expected(type("Marked", (RuntimeError, cli_errors.ExpectedError), {})("bad input"))

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from report_fixture import make_run, metric, sealed
 
 from duplexeval.cli import cli
 from duplexeval.io import atomic_write_json
 from duplexeval.reports.compare import AMBIGUOUS, MISSING, OK, OUT, DiffRow, compare_run, failed, summary
 from duplexeval.reports.golden import golden_dir, load_golden
 from duplexeval.runfolder.run_dir import load_run
-from report_fixture import make_run, metric, sealed
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from runner_helpers import faulty_spec, tone
 
 from duplexeval.cli import cli
 from duplexeval.containers.build import build_image
@@ -24,7 +25,6 @@ from duplexeval.containers.engine import MANAGED_LABEL, RUN_LABEL
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.backends.docker import run_kwargs
 from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
-from runner_helpers import faulty_spec, tone
 
 pytestmark = pytest.mark.docker
 RATE = 16000

@@ -153,3 +153,12 @@ def test_every_results_json_follows_the_results_envelope(runs):
         data = json.loads(path.read_text())
         assert envelope_problems(data) == [], path
         assert data["schema"] == "duplexeval.results/1" and data["model"] == path.parent.parent.name
+
+
+def test_every_records_jsonl_follows_the_records_schema_and_the_family_words(runs):
+    """specs/schema/records.schema.json and Duplex-MPE's outcome words hold for every folder,
+    the text-only reference included."""
+    from records_check import records_problems
+
+    for run_dir in runs.values():
+        assert records_problems(run_dir) == {}

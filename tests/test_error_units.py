@@ -14,6 +14,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from mpe_helpers import SPEC
+from report_fixture import metric
+
 from duplexeval.benchmarks.mpe.results import score_bench_dir
 from duplexeval.benchmarks.mpe.scenes.loader import EMBEDDED_SCENES, load_scene
 from duplexeval.benchmarks.mpe.scenes.model import conversation
@@ -22,8 +25,6 @@ from duplexeval.io import atomic_write_json
 from duplexeval.reports.compare import DENOMINATOR, INCOMPLETE, OK, compare_run, failed
 from duplexeval.reports.golden import load_golden
 from duplexeval.runfolder.run_dir import load_run
-from mpe_helpers import SPEC
-from report_fixture import metric
 
 SCENE = "bakery-pie"
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pandas as pd
 from click.testing import CliRunner
+from report_fixture import make_run
 
 from duplexeval.cli import cli
 from duplexeval.results import COLUMNS, load, rows
-from report_fixture import make_run
 
 
 def _expected(run: Path) -> set[tuple]:

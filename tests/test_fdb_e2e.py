@@ -226,3 +226,9 @@ def test_data_import_fdb_checks_the_copy_and_the_plan_finds_it(tmp_path, monkeyp
     res = CliRunner().invoke(cli, ["data", "import", "fdb", str(tmp_path / "copy")])
     assert res.exit_code == 2 and "made_up_task" in res.output, res.output
     assert not (tmp_path / "data" / "fdb" / "imported").exists()
+
+
+def test_every_records_jsonl_follows_the_records_schema_and_the_family_words(run_dir):
+    from records_check import records_problems
+
+    assert records_problems(run_dir) == {}

@@ -218,7 +218,9 @@ def test_the_embedded_suite_renders_its_source_into_the_cache_once(tmp_path, mon
     monkeypatch.setenv("DUPLEXEVAL_CACHE", str(tmp_path))
     b = bench("pause", "synthetic_pause_handling", path="data/embedded/fdb/source.yaml")
     root = data_root(b)
-    assert root.parent == tmp_path / "fdb" / "embedded" and (root / "synthetic_pause_handling/1/input.wav").is_file()
+    # in the content store: renders/<key[:2]>/<key>/, checked file by file on every read
+    assert root.parent.parent == tmp_path / "renders" and (root / "synthetic_pause_handling/1/input.wav").is_file()
+    assert (root.parent / f"{root.name}.json").is_file()
     stamp = (root / "synthetic_pause_handling/1/input.wav").stat().st_mtime_ns
     assert data_root(b) == root and (root / "synthetic_pause_handling/1/input.wav").stat().st_mtime_ns == stamp
     assert (repo_root() / "data/embedded/fdb/source.yaml").is_file()

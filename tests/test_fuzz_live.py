@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import event, given
-from hypothesis import strategies as st
+from fuzz_settings import fuzz
+from hypothesis import event, given, strategies as st
 from websockets.asyncio.client import unix_connect
 from websockets.asyncio.server import unix_serve
 from websockets.exceptions import ConnectionClosed
@@ -40,9 +40,8 @@ from duplexeval.protocol.wire import HEADER, ErrorCode, FrameError, FrameKind, d
 from duplexeval.runner import FileStimulus, load_model_spec
 from duplexeval.runner.backends import make_backend
 from duplexeval.runner.client import Endpoint
-from duplexeval.specs.modelspec import model_spec_from
 from duplexeval.runner.session import run_session
-from fuzz_settings import fuzz
+from duplexeval.specs.modelspec import model_spec_from
 
 IN_SAMPLES = 1280  # silent: 16 kHz, 80 ms
 ANSWER_TIMEOUT_S = 5.0  # a hello must be answered within this, whatever came before

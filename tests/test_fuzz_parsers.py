@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import re
 
-from hypothesis import given
-from hypothesis import strategies as st
+from fuzz_settings import fuzz
+from hypothesis import given, strategies as st
 
 from duplexeval.benchmarks.mpe.scenes.loader import load_scene
 from duplexeval.benchmarks.mtr.format import DialogueFormatError, load_dialogue
@@ -22,7 +22,6 @@ from duplexeval.protocol.control import ControlError, parse_control
 from duplexeval.protocol.wire import FrameError, decode_frame, encode_frame
 from duplexeval.specs import SpecErrors, load_spec
 from duplexeval.specs.errors import SpecError
-from fuzz_settings import fuzz
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=False, allow_infinity=False)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from report_fixture import metric
+
 from duplexeval.io import atomic_write_json
 from duplexeval.reports.compare import DENOMINATOR, MISSING, OK, OUT, compare_run
 from duplexeval.reports.golden import golden_dir, load_golden
 from duplexeval.runfolder.run_dir import load_run
-from report_fixture import metric
 
 MPE = golden_dir() / "duplex-mpe.yaml"
 MTR = golden_dir() / "mtr-duplexbench.yaml"

@@ -102,6 +102,6 @@ def test_paper_check_exits_1_when_a_golden_count_is_edited(tmp_path: Path) -> No
     path = tmp_path / "duplex-mpe.yaml"
     path.write_text(head + marker + edited, encoding="utf-8")
     assert load_golden(path).value("mpe.t15.voila.yields") == 532
-    result = CliRunner().invoke(cli, ["paper-check", "--mpe", str(path)])
+    result = CliRunner().invoke(cli, ["paper-check", "--golden", str(path)])
     assert result.exit_code == 1, result.output
     assert "out of tolerance" in result.output

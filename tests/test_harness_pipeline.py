@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runner_helpers import ScriptedStimulus, faulty_spec, tone
 
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
-from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 from duplexeval.runner.session import pipeline_window
-from runner_helpers import ScriptedStimulus, faulty_spec, tone
+from duplexeval.specs.modelspec import REPO_ROOT, model_spec_from
 
 TESTS = Path(__file__).parent
 RATE = 16000

@@ -16,8 +16,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from duplexeval.containers.build import (BASE_LABEL, CONTEXT_LABEL, WHEELS_LABEL, context_sha256, freshness,
-                                         image_record, stage_sources, tree_context_sha256)
+from duplexeval.containers.build import (
+    BASE_LABEL,
+    CONTEXT_LABEL,
+    WHEELS_LABEL,
+    context_sha256,
+    freshness,
+    image_record,
+    stage_sources,
+    tree_context_sha256,
+)
 from duplexeval.runner.backends import docker as docker_backend
 from duplexeval.specs.modelspec import LOCAL_BASE_IMAGE, model_spec_from
 

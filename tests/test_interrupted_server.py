@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runner_helpers import faulty_spec, tone
 
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.items import finished_status, interrupting_signal
-from runner_helpers import faulty_spec, tone
 
 
 def _children() -> list[int]:

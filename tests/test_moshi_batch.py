@@ -14,11 +14,11 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from moshi_helpers import shim_module, signal
+from test_moshi_shim import checkpoint  # noqa: F401  (fixture: a local checkpoint with a text tokenizer)
 
 from duplexeval.runner import load_model_spec
 from duplexeval.runner.conformance import run_conformance
-from moshi_helpers import shim_module, signal
-from test_moshi_shim import checkpoint  # noqa: F401  (fixture: a local checkpoint with a text tokenizer)
 
 T = 12
 

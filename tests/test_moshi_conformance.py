@@ -11,13 +11,13 @@ import subprocess
 import sys
 
 import numpy as np
+from moshi_helpers import signal
 
 from duplexeval.protocol.wire import FrameKind
 from duplexeval.runner import load_model_spec
 from duplexeval.runner.backends import make_backend
 from duplexeval.runner.client import ProtocolClient
 from duplexeval.specs.modelspec import REPO_ROOT
-from moshi_helpers import signal
 
 CHECKS = ("start", "handshake", "lockstep", "reset", "errors", "fork", "teacher_forcing", "realtime")
 

@@ -13,7 +13,6 @@ import json
 import numpy as np
 import pytest
 import torch
-
 from moshi_helpers import run_frames, same_audio, shim_module, signal
 
 

@@ -14,10 +14,10 @@ import sys
 
 import numpy as np
 import pytest
+from mpe_helpers import RATE, AmplitudeVAD, ClipModel, fake_conversation, run_scheduler, spec, tone
 
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
 from duplexeval.specs import repo_root
-from mpe_helpers import RATE, AmplitudeVAD, ClipModel, fake_conversation, run_scheduler, spec, tone
 
 FRAME = RATE  # 1 s frames, as MiniCPM-o 4.5's chunks
 TURNS = [("N2", 1.0), ("T", 1.3), ("N3", 1.0), ("N1", 1.0)]  # preamble 0-1.0, N2 1.5-2.5, T 3.0-4.3

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mpe_helpers import RATE, AmplitudeVAD, fake_conversation, run_scheduler, spec, write_item
 
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
-from duplexeval.judges.llm import Judge
 from duplexeval.benchmarks.mpe.score import score_item
+from duplexeval.judges.llm import Judge
 from duplexeval.specs import load_spec, repo_root
 from duplexeval.tts import synthesize
-from mpe_helpers import RATE, AmplitudeVAD, fake_conversation, run_scheduler, spec, write_item
 
 FRAME = 1280
 SPEC = spec()

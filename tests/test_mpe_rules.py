@@ -1,9 +1,9 @@
 """Each Duplex-MPE scoring rule pinned on hand-made timelines (paper 004, §3.4-§3.5, App. A3-A4)."""
 
 import pytest
+from mpe_helpers import SPEC, episodes_from_bursts
 
 from duplexeval.benchmarks.mpe import metrics as mpe
-from mpe_helpers import SPEC, episodes_from_bursts
 
 P = SPEC["metrics"]
 T_END = 10.0

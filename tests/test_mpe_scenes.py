@@ -1,7 +1,6 @@
 """Scene files: the embedded suite is valid, and each rule violation is refused by name."""
 
 import copy
-import textwrap
 
 import pytest
 import yaml

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from mpe_helpers import RATE, AmplitudeVAD, fake_conversation, run_scheduler, spec
 
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
-from mpe_helpers import RATE, AmplitudeVAD, fake_conversation, run_scheduler, spec
 
 FRAME = 1280  # 80 ms, Moshi's frame
 FRAME_S = FRAME / RATE

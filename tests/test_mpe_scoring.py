@@ -3,17 +3,16 @@ flite speech on the model channel, the offline ASR and the offline judges."""
 
 from pathlib import Path
 
-import numpy as np
 import pytest
+from mpe_helpers import RATE, AmplitudeVAD, ClipModel, fake_conversation, run_scheduler, spec, write_item
 
 from duplexeval.benchmarks.mpe.results import score_bench_dir
 from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
+from duplexeval.benchmarks.mpe.score import CallCounter, score_item
 from duplexeval.judges.asr import Transcript
 from duplexeval.judges.llm import Judge
-from duplexeval.benchmarks.mpe.score import CallCounter, score_item
 from duplexeval.specs import load_spec, repo_root
 from duplexeval.tts import synthesize
-from mpe_helpers import RATE, AmplitudeVAD, ClipModel, fake_conversation, run_scheduler, spec, write_item
 
 FRAME = 1280
 LABELS = [("N2", 1.0), ("T", 1.3), ("N2", 1.1), ("N4Q", 1.2), ("N4R", 1.05), ("N3", 0.9)]

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duplexeval.judges import vad as vad_module, vad_cache
 from duplexeval.benchmarks.mpe import score as mpe_score
+from duplexeval.judges import vad as vad_module, vad_cache
 from duplexeval.tts import synthesize
 
 RATE = 16000

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from duplexeval.benchmarks.mtr.clustering import Turn, cluster_votes, overlap_share, resolve_overlaps, response_windows, survives
+from duplexeval.benchmarks.mtr.clustering import (
+    Turn,
+    cluster_votes,
+    overlap_share,
+    resolve_overlaps,
+    response_windows,
+    survives,
+)
 
 PAPER = {"overlap_threshold": 0.3, "overlap_basis": "shorter", "survival": "majority"}
 

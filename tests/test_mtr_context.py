@@ -84,8 +84,9 @@ def test_history_as_heard_forces_nothing(tmp_path, registry):
 
 
 def test_results_without_teacher_forcing_are_flagged(tmp_path):
-    from duplexeval.benchmarks.mtr.score import aggregate
     from collections import Counter
+
+    from duplexeval.benchmarks.mtr.score import aggregate
 
     bench = {"id": "x", "dimension": "mtr-safety", "metrics": {"rate": "refusal"}, "report_rounds": ["1", "1-10"]}
     rec = {"round": 1, "outcome": "refused", "passed": True, "parsed_ok": True}

@@ -133,3 +133,9 @@ def test_every_results_json_follows_the_results_envelope(run_dir):
         data = json.loads(path.read_text())
         assert envelope_problems(data) == [], path
         assert {"ok", "error", "total"} <= set(data["items"])
+
+
+def test_every_records_jsonl_follows_the_records_schema(run_dir):
+    from records_check import records_problems
+
+    assert records_problems(run_dir) == {}

@@ -6,8 +6,15 @@ import urllib.error
 
 import pytest
 
-from duplexeval.benchmarks.mtr.datasets import (OPENING, REFUSAL_REPLY, DatasetUnavailable, dialogue_setting, fetch, parse_advbench,
-                                     scripts_from_rows)
+from duplexeval.benchmarks.mtr.datasets import (
+    OPENING,
+    REFUSAL_REPLY,
+    DatasetUnavailable,
+    dialogue_setting,
+    fetch,
+    parse_advbench,
+    scripts_from_rows,
+)
 from duplexeval.benchmarks.mtr.format import DialogueFormatError, load_dialogue, write_dialogue
 from duplexeval.benchmarks.mtr.generate import ScriptError, feature_pattern, render_script, write_script
 
@@ -17,7 +24,7 @@ TIMING = {"interrupt_after_s": 1.5, "assistant_overlap_s": 0.3}
 def scripted_writer(inputs):
     """Stands in for the LLM writer: one canned round per requested feature."""
     rounds = []
-    for n, feature in enumerate(inputs["features"], 1):
+    for n, _feature in enumerate(inputs["features"], 1):
         rounds.append({"user": f"Tell me about item number {n} on the list please",
                        "assistant": f"Item number {n} is a fine choice, and here is a longer answer about it for you.",
                        "background": "Is the kettle on?", "backchannel": "Okay."})

@@ -11,8 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from duplexeval.benchmarks.mtr import items as mtr_items
-from duplexeval.benchmarks.mtr import segmentation as mtr_segmentation
+from duplexeval.benchmarks.mtr import items as mtr_items, segmentation as mtr_segmentation
 from duplexeval.benchmarks.mtr.clustering import Turn, cluster_votes
 from duplexeval.benchmarks.mtr.score import metrics_for, on_scale, score_distribution
 from duplexeval.specs import Registry

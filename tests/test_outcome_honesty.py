@@ -14,10 +14,8 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from faulty_suite import faulty_specs
 
 

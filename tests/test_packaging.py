@@ -19,10 +19,16 @@ import pytest
 import yaml
 
 from duplexeval.resources import bundle_root, project_dir
-from duplexeval.specs.modelspec import model_spec_from
 from duplexeval.specs import (
-    SPECS_ENV, Registry, SpecErrors, find_spec_file, load_spec, spec_roots, specs_root,
+    SPECS_ENV,
+    Registry,
+    SpecErrors,
+    find_spec_file,
+    load_spec,
+    spec_roots,
+    specs_root,
 )
+from duplexeval.specs.modelspec import model_spec_from
 
 REPO = Path(__file__).resolve().parents[1]
 # A wheel over this size means something large slipped into the bundle (weights, tarballs).

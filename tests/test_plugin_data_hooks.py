@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-
 from test_benchmark_plugins import FIXTURES, REPO, installed_toybench
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from duplexeval.io import read_jsonl
 from duplexeval.audio import read_stereo_recording
+from duplexeval.io import read_jsonl
 from duplexeval.runner import FileStimulus, load_model_spec, run_item
 from duplexeval.runner.client import Endpoint
-from duplexeval.specs.modelspec import REPO_ROOT
 from duplexeval.runner.session import run_session
+from duplexeval.specs.modelspec import REPO_ROOT
 
 TESTS = Path(__file__).parent
 

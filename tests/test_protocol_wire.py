@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from duplexeval.protocol import (
-    HEADER_SIZE, ControlError, FrameError, FrameKind, decode_frame, encode_audio, encode_frame, parse_control,
+    HEADER_SIZE,
+    ControlError,
+    FrameError,
+    FrameKind,
+    decode_frame,
+    encode_audio,
+    encode_frame,
+    parse_control,
     validate_control,
 )
 from duplexeval.protocol.control import control_schema

@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _realtime_standin import StandInRealtimeServer  # noqa: E402
 
 from duplexeval.cli import cli
-from duplexeval.specs.realtime_config import RealtimeConfigError, config_from_spec
 from duplexeval.runner.items import run_item
-from duplexeval.specs.modelspec import load_model_spec, model_spec_from
 from duplexeval.runner.stimulus import FileStimulus
+from duplexeval.specs.modelspec import load_model_spec, model_spec_from
+from duplexeval.specs.realtime_config import RealtimeConfigError, config_from_spec
 
 RATE = 16000
 KEY = "sk-test-PLANTED-realtime-0123456789abcdef"

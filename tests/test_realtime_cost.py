@@ -18,8 +18,8 @@ from _realtime_standin import StandInRealtimeServer  # noqa: E402
 from duplexeval.cli import cli
 from duplexeval.realtime import cost
 from duplexeval.runner.items import run_items
-from duplexeval.specs.modelspec import load_model_spec, model_spec_from
 from duplexeval.runner.stimulus import FileStimulus
+from duplexeval.specs.modelspec import load_model_spec, model_spec_from
 
 RATE = 16000
 KEY = "sk-test-PLANTED-realtime-cost-0123456789abcdef"

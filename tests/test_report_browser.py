@@ -13,11 +13,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from report_fixture import HOSTILE_HTML, make_run
 
 from duplexeval.benchmarks import plugins
 from duplexeval.reports.golden import golden_dir
 from duplexeval.reports.render import write_report
-from report_fixture import HOSTILE_HTML, make_run
 
 if os.environ.get("CI") == "true":
     import playwright.sync_api as playwright  # in CI the browser test must run, never skip (make setup installs it)

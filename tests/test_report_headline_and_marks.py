@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from report_fixture import metric, sealed
+
 from duplexeval.benchmarks import plugins
 from duplexeval.io import atomic_write_json
-from duplexeval.runfolder.incomplete import lost_units
 from duplexeval.reports.render import ReportInputs, build_context, render_html, render_latex
+from duplexeval.runfolder.incomplete import lost_units
 from duplexeval.runfolder.run_dir import load_run
-from report_fixture import metric, sealed
 
 
 def _mtr(bench: str, table: dict) -> dict:

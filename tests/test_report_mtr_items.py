@@ -42,3 +42,11 @@ def test_a_family_spells_its_own_record_windows_and_the_report_asks_it():
     assert charts.speech_episodes([], [answer]) == []
     assert charts.speech_episodes([], [answer], DuplexMpe().record_speech) == [(2.0, 3.5)]
     assert charts.speech_episodes([], [{"metric": "start", "window": [1.0, 2.0]}], DuplexMpe().record_speech) == []
+
+
+def test_a_window_named_in_a_reason_is_the_mtr_plugins_reading_not_the_reports():
+    from duplexeval.benchmarks.mtr.plugin import MtrDuplexBench
+
+    rec = {"metric": "feature", "reason": "spoke in the pause window [2.50, 3.75]"}
+    assert record_span(rec) is None
+    assert record_span(rec, family=MtrDuplexBench()) == [2.5, 3.75]

@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from report_fixture import make_run
 
 from duplexeval.benchmarks import plugins
 from duplexeval.reports.render import ReportInputs, build_context, render_html, render_latex
 from duplexeval.runfolder.run_dir import load_run
-from report_fixture import make_run
 
 
 @pytest.fixture(scope="module")

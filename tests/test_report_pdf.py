@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from report_fixture import make_run
 
 from duplexeval.cli import cli
-from report_fixture import make_run
 
 pytestmark = pytest.mark.skipif(shutil.which("pdftotext") is None or not (shutil.which("latexmk") or shutil.which("pdflatex")),
                                 reason="needs pdflatex or latexmk, and pdftotext (scripts/setup-system.sh installs them)")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from report_fixture import HOSTILE_HTML, HOSTILE_TEX, make_run
 
 from duplexeval.benchmarks import plugins
 from duplexeval.cli import cli
 from duplexeval.reports.golden import golden_dir
 from duplexeval.reports.render import latex_escape, write_report
-from report_fixture import HOSTILE_HTML, HOSTILE_TEX, make_run
 
 
 @pytest.fixture(scope="module")

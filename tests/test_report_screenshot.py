@@ -9,11 +9,11 @@ import zlib
 from pathlib import Path
 
 import pytest
+from report_fixture import make_run
 
 from duplexeval.benchmarks import plugins
 from duplexeval.reports.golden import golden_dir
 from duplexeval.reports.render import write_report
-from report_fixture import make_run
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 

@@ -21,13 +21,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from runner_helpers import faulty_spec, tone
 
 from duplexeval.cli_errors import is_expected, user_message
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.backends.base import OWNER_FILE, SOCKET_DIR_PREFIX
 from duplexeval.runner.integrity import item_status
 from duplexeval.specs.modelspec import REPO_ROOT
-from runner_helpers import faulty_spec, tone
 
 RATE = 16000
 
@@ -64,7 +64,7 @@ def children() -> set[int]:
 
 
 def items(n: int, seconds: float = 0.5):
-    return [(f"i{k}", lambda: FileStimulus(tone(seconds, seed=k), RATE)) for k in range(n)]
+    return [(f"i{k}", lambda k=k: FileStimulus(tone(seconds, seed=k), RATE)) for k in range(n)]
 
 
 @pytest.mark.parametrize("spec", ["silent", "crash", "hang", "close", "garbage"])

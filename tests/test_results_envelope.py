@@ -78,8 +78,8 @@ def test_the_loop_scores_stamps_the_envelope_and_writes_both_files(tmp_path):
     seen = []
     results = score_bench_folder(
         bench, item_statuses(bench, ["a", "b"]),
-        score_ok=lambda d: [{"item": d.name, "passed": True}],
-        score_not_ok=lambda d, status: [{"item": d.name, "passed": False, "status": status}],
+        score_ok=lambda d: [{"item": d.name, "outcome": "ok", "passed": True}],
+        score_not_ok=lambda d, status: [{"item": d.name, "outcome": "error", "passed": False, "status": status}],
         aggregate=_aggregate, progress=lambda n, total, item: seen.append((n, total, item)))
     assert results["schema"] == RESULTS_SCHEMA_ID and results["model"] == "silent"
     assert results["items"] == {"error": 0, "missing": 2, "ok": 0, "total": 2}

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from runner_helpers import faulty_spec, tone
 
 from duplexeval.io import read_jsonl
 from duplexeval.runner import FileStimulus, run_items
-from runner_helpers import faulty_spec, tone
 
 RATE = 16000
 EXPECTED_REASON = {

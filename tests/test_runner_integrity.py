@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from runner_helpers import faulty_spec, tone
 
 from duplexeval.runner import FileStimulus, run_items
 from duplexeval.runner.integrity import item_status
-from runner_helpers import faulty_spec, tone
 
 RATE = 16000
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from runner_helpers import tone
 
 from duplexeval.audio import read_stereo_recording, read_wav
 from duplexeval.io import read_jsonl
 from duplexeval.judges.vad import speech_probabilities
 from duplexeval.runner import FileStimulus, load_model_spec, run_item
-from runner_helpers import tone
 
 RATE = 16000
 

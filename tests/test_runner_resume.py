@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from runner_helpers import tone
 
 from duplexeval.runner import FileStimulus, RunConfigMismatch, load_model_spec, run_items
 from duplexeval.specs.modelspec import REPO_ROOT
-from runner_helpers import tone
 
 TESTS = Path(__file__).parent
 MODEL = "babbler"  # speaks at 24 kHz: both resampling directions are part of what must repeat

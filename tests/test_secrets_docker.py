@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from runner_helpers import faulty_spec, tone
 
-from duplexeval.secrets import SECRET_ENV_VARS
 from duplexeval.runner import FileStimulus, load_model_spec, run_items
 from duplexeval.runner.backends.docker import DockerBackend, run_kwargs
-from runner_helpers import faulty_spec, tone
+from duplexeval.secrets import SECRET_ENV_VARS
 
 KEYS = {
     "OPENAI_API_KEY": "sk-test-PLANTED-docker-openai-0123456789abcdef",
@@ -146,8 +146,8 @@ def test_an_error_reason_from_the_logs_of_a_container_that_prints_a_key_is_redac
 def test_a_container_that_prints_a_key_and_never_listens_gives_a_redacted_startup_reason(agents_image, planted,
                                                                                           tmp_path):
     key = KEYS["HF_TOKEN"]
-    results = run_items(_docker_spec(["python", "-c", f"import sys; print('hf {key}', file=sys.stderr); sys.exit(4)"]),
-                        [("a", lambda: FileStimulus(tone(0.3), 16000))], tmp_path)
+    run_items(_docker_spec(["python", "-c", f"import sys; print('hf {key}', file=sys.stderr); sys.exit(4)"]),
+              [("a", lambda: FileStimulus(tone(0.3), 16000))], tmp_path)
     status = json.loads((tmp_path / "items" / "a" / "status.json").read_text())
     assert status["error_code"] == "STARTUP" and "<HF_TOKEN>" in status["reason"], status["reason"]
     assert _clean(status["reason"]) and _clean((tmp_path / "items" / "a" / "events.jsonl").read_text())

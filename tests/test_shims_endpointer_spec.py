@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duplexeval.specs.modelspec import load_model_spec
 from duplexeval.shims.endpointer import ENV, Endpointer, rules_from_env, spec_env
 from duplexeval.shims.vocalnet import VocalNetServer
 from duplexeval.specs import SpecErrors, specs_root
+from duplexeval.specs.modelspec import load_model_spec
 
 
 class _NoModel:

@@ -25,10 +25,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from shim_helpers import BASE_CHECKS, assert_conformance, drive, standin_spec  # noqa: E402
 
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.freeze_omni import FreezeOmniServer  # noqa: E402
-from shim_helpers import BASE_CHECKS, assert_conformance, drive, standin_spec  # noqa: E402
 
 CHUNK, OUT = 2560, 3840
 DIM = 8

@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from duplexeval.specs.modelspec import REPO_ROOT
 from duplexeval.specs import Registry
+from duplexeval.specs.modelspec import REPO_ROOT
 
 OURS = {"minicpm-o-4.5": None, "freeze-omni": "3e17af43b4fe64ba9609b4e1ba94c443c45101c0",
         "voila": "6ba63bf6d20cac0d88b78bb2158ddcb9f94aec26", "vocalnet": "bdf01d2d4edcf4c86c193e6b5170cf65a83adadf",

@@ -23,10 +23,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
+
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.framing import FrameFifo, PcmError, pcm_float32  # noqa: E402
 from duplexeval.shims.minicpm_o import MiniCPMOServer, StuckListenWatch  # noqa: E402
-from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
 
 OUT = 24000
 

@@ -21,10 +21,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
+
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.endpointer import Endpointer  # noqa: E402
 from duplexeval.shims.vocalnet import VocalNetServer  # noqa: E402
-from shim_helpers import BASE_CHECKS, assert_conformance, standin_spec  # noqa: E402
 
 IN, OUT = 1280, 1920
 

@@ -27,11 +27,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from shim_helpers import BASE_CHECKS, assert_conformance, drive, standin_spec  # noqa: E402
 
 from duplexeval.protocol.server import run_server  # noqa: E402
 from duplexeval.shims.codec_loop import IncrementalCodec  # noqa: E402
 from duplexeval.shims.voila import SEG_LEN, VoilaLoop, VoilaServer, VoilaTokens  # noqa: E402
-from shim_helpers import BASE_CHECKS, assert_conformance, drive, standin_spec  # noqa: E402
 
 NQ, CB = 2, 16
 TOK = VoilaTokens(min_audio_token_id=100, audio_token_id=5, assistant_token_id=6, eos_token_id=2, pad_token_id=0,

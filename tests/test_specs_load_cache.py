@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from duplexeval.specs import Registry, SpecErrors, repo_root
-from duplexeval.specs import index as registry_module
+from duplexeval.specs import Registry, SpecErrors, index as registry_module, repo_root
 
 
 @pytest.fixture()

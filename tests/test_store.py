@@ -107,3 +107,38 @@ def test_the_cache_command_verifies_and_explains_any_store(tmp_path):
     path.write_text(path.read_text().replace("0.5", "0.9"))
     bad = runner.invoke(cache_group, ["verify", "--store", "vad", "--root", str(tmp_path)])
     assert bad.exit_code == 1 and "key does not match its components" in bad.output
+
+
+def test_a_folder_result_is_checked_file_by_file(tmp_path):
+    """A rendered data set (FDB's embedded set) is a folder beside its entry: every file's sha256
+    is in the entry, and a file changed, added or removed by hand is a miss, rendered again."""
+    from duplexeval.store import ContentStore
+
+    store = ContentStore.of("renders", tmp_path / "renders")
+    calls = []
+
+    def write(out):
+        calls.append(out)
+        (out / "sub").mkdir(parents=True)
+        (out / "sub" / "input.wav").write_bytes(b"RIFF-one")
+        (out / "meta.json").write_text("{}")
+
+    components = {"renderer": "toy", "v": 1}
+    folder = store.put_folder(components, write)
+    assert folder.is_dir() and store.get(components) == folder and len(calls) == 1
+    assert store.read(store.key(components))["files"] == {
+        "meta.json": _sha256(b"{}"), "sub/input.wav": _sha256(b"RIFF-one")}
+    assert store.put_folder(components, write) == folder and len(calls) == 1   # a hit renders nothing
+    (folder / "sub" / "input.wav").write_bytes(b"RIFF-two")
+    assert store.get(components) is None
+    assert [p.problem for p in store.verify()] == [f"{folder}: its files do not match the sha256s its entry records"]
+    store.put_folder(components, write)
+    assert len(calls) == 2 and store.get(components) == folder and store.verify() == []
+    (folder / "extra.txt").write_text("x")
+    assert store.get(components) is None
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()

@@ -1,5 +1,8 @@
 """What a benchmark family gives the harness: one small interface, as a task is one unit in lm-evaluation-harness.
 
+The hooks fall in five groups by who asks (benchmarks/hooks.py: Runs, Scores, Reports, Data,
+Commands; docs/architecture.md lists each hook with its caller).
+
 The executor and the `score` command know only this interface; a family's own code (its
 stimuli, its scoring, its commands) lives in its package, duplexeval/benchmarks/<family>/.
 Shared infrastructure (specs, runner, judges, reports) stays outside every family.
@@ -69,6 +72,17 @@ class Benchmark(ABC):
     """
 
     family: ClassVar[str]   # the spec's `benchmark:` value, and the entry point's name
+    # What the family's records.jsonl says, declared here so the core names no family's words
+    # (specs/schema/records.schema.json holds the shared fields; docs/architecture.md, "records.jsonl"):
+    # every `outcome` word its records may carry (None: open, e.g. a judge's verdict written verbatim;
+    # `verify` and the tests check a closed vocabulary), each metric's direction (True: higher is
+    # better; the report's generic table marks it), and the role of each turn label the item view
+    # colours (`target`: what the model must answer, `interrupt`: what it must yield to; the
+    # report's CSS knows only these roles).
+    outcomes: ClassVar[frozenset[str] | None] = None
+    higher_is_better: ClassVar[dict[str, bool]] = {}
+    turn_roles: ClassVar[dict[str, str]] = {}
+    paper_golden_files: ClassVar[tuple[str, ...]] = ()   # golden/ files of the papers it re-derives
 
     @abstractmethod
     def plan(self, job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str,

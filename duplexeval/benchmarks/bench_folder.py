@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
+from duplexeval.runfolder.records import record_problems
 from duplexeval.runner.integrity import input_hashes, item_status
 from duplexeval.scoring.model_caveat import with_caveat
 
@@ -27,7 +28,8 @@ Records = list[dict[str, Any]]
 
 
 class ResultsEnvelopeError(ValueError):
-    """A results.json that does not follow specs/schema/results.schema.json: a bug in its family."""
+    """A results.json or records.jsonl that does not follow its schema (specs/schema/results.schema.json,
+    records.schema.json): a bug in its family."""
 
 
 def item_statuses(bench_dir: Path, planned: Iterable[str], *, unplanned_folders: bool = True) -> list[tuple[Path, str]]:
@@ -103,6 +105,9 @@ def score_bench_folder(bench_dir: Path, statuses: list[tuple[Path, str]], *,
     problems = envelope_problems(results)
     if problems:
         raise ResultsEnvelopeError(f"{bench_dir}/results.json: " + "; ".join(problems[:5]))
+    problems = record_problems(records)
+    if problems:
+        raise ResultsEnvelopeError(f"{bench_dir}/records.jsonl: " + "; ".join(problems[:5]))
     atomic_write_jsonl(bench_dir / "records.jsonl", records)
     atomic_write_json(bench_dir / "results.json", results)
     return results

@@ -27,7 +27,7 @@ def new_model(name: str, template: str, dest: Path) -> None:
         click.echo(f"wrote {path}")
     specs = (dest / "specs").resolve()
     click.echo(f"\nnext:\n  export DUPLEXEVAL_SPECS={specs}\n  duplexeval validate\n  duplexeval conformance {name}\n"
-               f"  duplexeval run --suite embedded --models {name} --benchmarks mpe-explicit --limit 1")
+               f"  duplexeval run --suite embedded --models {name} --limit 1")
 
 
 COMMANDS = [new_model]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -71,7 +72,7 @@ def compare_command(run_dir: Path, golden_paths: tuple[str, ...], allow_missing:
     if not golden_paths:
         raise click.UsageError("the run names no suite with golden files: pass --golden FILE")
     any_failed = False
-    all_rows = {}
+    all_rows: dict[str, list[Any]] = {}
     for golden in _load_goldens(golden_paths):
         rows = compare_run(run, golden, tolerance=tolerance, aliases=_aliases(aliases),
                            allow_incomplete=allow_incomplete)
@@ -91,12 +92,11 @@ def compare_command(run_dir: Path, golden_paths: tuple[str, ...], allow_missing:
 
 
 @click.command("paper-check")
-@click.option("--mpe", "mpe_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Duplex-MPE golden file (default golden/duplex-mpe.yaml).")
-@click.option("--mtr", "mtr_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="MTR-DuplexBench golden file (default golden/mtr-duplexbench.yaml).")
+@click.option("--golden", "golden_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A paper's golden file (repeatable), in place of golden/'s file of the same paper "
+                   "(each family names its papers' files: `paper_golden_files`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead of a table.")
-def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: bool) -> None:
+def paper_check_command(golden_paths: tuple[str, ...], as_json: bool) -> None:
     """Re-derive the papers' numbers from their own counts; exit 1 on a cell out of tolerance.
 
     Known inconsistencies of the papers are printed as 'does not reconcile' with their
@@ -106,17 +106,18 @@ def paper_check_command(mpe_path: str | None, mtr_path: str | None, as_json: boo
     from duplexeval.benchmarks import plugins
     from duplexeval.reports.paper_arithmetic import default_golden_paths, format_rows, paper_arithmetic, summary
 
-    default_mpe, default_mtr = default_golden_paths(plugins())
-    mpe, mtr = _load_goldens((mpe_path or str(default_mpe), mtr_path or str(default_mtr)))
-    expected = _load_goldens((str(default_mpe), str(default_mtr)))
-    for option, golden, want in (("--mpe", mpe, expected[0]), ("--mtr", mtr, expected[1])):
-        if golden.paper.get("id") != want.paper.get("id"):
-            raise click.BadParameter(f"{golden.path} is the golden file of paper {golden.paper.get('id')!r}, not "
-                                     f"{want.paper.get('id')!r}", param_hint=option)
+    papers = {str(g.paper.get("id")) for g in _load_goldens(tuple(str(p) for p in default_golden_paths(plugins())))}
+    given = _load_goldens(golden_paths)
+    for golden in given:
+        if str(golden.paper.get("id")) not in papers:
+            raise click.BadParameter(f"{golden.path} is the golden file of paper {golden.paper.get('id')!r}, whose "
+                                     f"arithmetic no family re-derives (papers: {', '.join(sorted(papers))})",
+                                     param_hint="--golden")
     try:
-        rows = paper_arithmetic(plugins(), mpe, mtr)
+        rows = paper_arithmetic(plugins(), *given)
     except KeyError as exc:  # a cell the arithmetic re-derives from is not in the given file
-        raise CommandError(f"{mpe.path} / {mtr.path}: no golden cell {exc} that the paper arithmetic needs") from None
+        names = " / ".join(str(g.path) for g in given) or "golden/"
+        raise CommandError(f"{names}: no golden cell {exc} that the paper arithmetic needs") from None
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=2, ensure_ascii=False))
     else:

@@ -92,8 +92,8 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
 
     written = write_report(run_dir, families=plugins(), formats=["html", "latex"], golden_paths=golden_paths)
     click.echo("")
-    for fmt, path in written.items():
-        click.echo(f"report ({fmt}): {path}")
+    for fmt, report_path in written.items():
+        click.echo(f"report ({fmt}): {report_path}")
     lost = print_item_errors(outcomes)
     if not ok:
         what = f" ({diff_summary(golden_rows)} against golden)" if golden_paths else ""

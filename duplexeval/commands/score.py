@@ -16,7 +16,7 @@ from duplexeval.judges.cache import MODES as CACHE_MODES
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(CACHE_MODES), help="Judge cache mode.")
 def score(run_dir: Path, cache_mode: str) -> None:
-    """Re-score a run from its recordings, every benchmark (Duplex-MPE, MTR-DuplexBench, any plug-in).
+    """Re-score a run from its recordings, every benchmark of every installed family.
 
     RUN_DIR is a run folder (every <model>/<benchmark>/ inside is re-scored) or one
     <model>/<benchmark> folder. Writes records.jsonl + results.json per folder.

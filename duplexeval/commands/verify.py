@@ -16,9 +16,11 @@ import click
 def verify(run_dir: Path, cache_root: Path | None, no_secrets: bool) -> None:
     """Check a run folder: items against status.json, records and items against results.json, results
     against manifest.json, cited judge cache entries, and no secrets. Exit 1 when anything is damaged."""
+    from duplexeval.benchmarks import plugins
     from duplexeval.runfolder.verify import verify_run
 
-    findings = verify_run(run_dir, cache_root=cache_root, secrets=not no_secrets)
+    outcomes = {family: plugin.outcomes for family, plugin in plugins().items()}
+    findings = verify_run(run_dir, cache_root=cache_root, secrets=not no_secrets, outcomes=outcomes)
     for f in findings:
         click.echo(f.line(run_dir), err=not f.damaged)
     damaged = sum(1 for f in findings if f.damaged)

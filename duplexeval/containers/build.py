@@ -6,7 +6,10 @@ stay out):
     Dockerfile           images/<id>/Dockerfile (takes ARG BASE)
     install-wheels.sh    the install step every image shares (images/base/install-wheels.sh)
     images/<id>/         the image folder: shim, requirement files, README
-    duplexeval/          the package source (the protocol, shared shim code, agents)
+    duplexeval/          what the model runs of the package: the protocol, the shims, the
+                         reference agents for their image, and what those import
+                         (image_sources.py); never the harness, so a harness edit leaves
+                         every image's hash as it was
     wheels/              the wheelhouse (wheelhouse.py) + wheelhouse.json
 
 and built with `network_mode="none"`: a Dockerfile that reaches for the network fails
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from duplexeval.containers.engine import MANAGED_LABEL, MODEL_LABEL
+from duplexeval.containers.image_sources import image_package_files
 from duplexeval.containers.wheelhouse import MANIFEST, stage_wheelhouse
 from duplexeval.io import sha256_file, sha256_json
 from duplexeval.resources import package_dir, resource
@@ -60,15 +64,21 @@ def image_folder(spec: ModelSpec) -> Path:
     return folder
 
 
-def stage_sources(spec: ModelSpec, dest: Path) -> None:
-    """Writes every file of the context but the wheelhouse into `dest` (what `tree_context_sha256` hashes)."""
+def stage_sources(spec: ModelSpec, dest: Path, package_root: Path | None = None) -> None:
+    """Writes every file of the context but the wheelhouse into `dest` (what `tree_context_sha256` hashes).
+
+    `package_root`: the duplexeval package to take the model's files from (default: this one)."""
     folder = image_folder(spec)
+    package = package_root or package_dir()
     # A folder outside the repository (a model author's checkout) is staged as images/<name>.
     rel = folder.relative_to(spec.home) if folder.is_relative_to(spec.home) else Path("images") / folder.name
     shutil.copyfile(folder / "Dockerfile", dest / "Dockerfile")
     shutil.copyfile(INSTALL_SCRIPT, dest / INSTALL_SCRIPT.name)
     shutil.copytree(folder, dest / rel, ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
-    shutil.copytree(package_dir(), dest / "duplexeval", ignore=PACKAGE_IGNORE, dirs_exist_ok=True)
+    for path in image_package_files(package, folder):
+        target = dest / "duplexeval" / path.relative_to(package)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
 
 
 def stage_build_context(spec: ModelSpec, dest: Path, progress: Callable[[str], None] = print) -> dict[str, Any]:

@@ -157,6 +157,7 @@ class LocalPool:
         return events
 
     def _events(self, slot: _Slot, kind: str, payload: Any) -> list[Event]:
+        assert slot.task is not None   # a slot reports only on a task it was sent
         _, task = slot.task
         if kind == "units":
             return [Event("unit", unit=unit, report=report) for (_, unit), report in zip(task, payload)]

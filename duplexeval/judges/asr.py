@@ -54,10 +54,7 @@ def _package_version(name: str) -> str:
 def _backend(name: str):
     from duplexeval.judges import asr_backends
 
-    try:
-        return asr_backends.BACKENDS[name]()
-    except KeyError:
-        raise ValueError(f"unknown ASR backend {name!r}; choose one of {', '.join(sorted(asr_backends.BACKENDS))}") from None
+    return asr_backends.BACKENDS.create(name)
 
 
 # Keys of a benchmark's asr block that the scorers read, not the ASR (how much audio around

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator, Literal, cast
 
 from duplexeval.io import sha256_json
 from duplexeval.resources import cache_root
@@ -89,11 +89,12 @@ class JudgeCache:
     no provider is ever contacted (the Judge does not even build a client).
     """
 
-    def __init__(self, root: Path | str | None = None, mode: Mode = "readwrite") -> None:
+    def __init__(self, root: Path | str | None = None, mode: Mode | str = "readwrite") -> None:
+        # `mode` as a string: it comes from the CLI's --cache-mode and a spec; checked here.
         if mode not in MODES:
             raise ValueError(f"unknown judge cache mode {mode!r}; choose one of {', '.join(MODES)}")
         self.root = Path(root) if root is not None else default_cache_root()
-        self.mode = mode
+        self.mode: Mode = cast(Mode, mode)
         self.store = ContentStore.of("judges", self.root)
 
     @property

@@ -24,6 +24,7 @@ from duplexeval.judges.cache import JudgeCache, cache_key, key_components
 from duplexeval.judges.providers import (
     DEFAULT_BASE_URLS,
     DEFAULT_CONCURRENCY,
+    JUDGE_BACKENDS,
     Provider,
     check_decoding,
     provider_semaphore,
@@ -74,12 +75,9 @@ class Judge:
 
     @staticmethod
     def from_spec(data: dict[str, Any], spec_path: Path | str, cache: JudgeCache | None = None, **kwargs: Any):
-        """A Judge, or an OfflineJudge for `provider: offline`: both have `decide()`."""
-        if data.get("provider") == "offline":
-            from duplexeval.judges.offline import OfflineJudge
-
-            return OfflineJudge(data, Path(spec_path))
-        return Judge(data, Path(spec_path), cache, **kwargs)
+        """The judge of the spec's `provider` (providers.JUDGE_BACKENDS): a Judge, or an
+        OfflineJudge for `provider: offline`; all have `decide()`."""
+        return JUDGE_BACKENDS.create(str(data.get("provider")), data, Path(spec_path), cache, **kwargs)
 
     @property
     def request_model(self) -> str:

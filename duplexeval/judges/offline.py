@@ -68,6 +68,12 @@ PROCEDURE_CUES = ("here is how", "here's how", "you will need", "you'll need", "
 class OfflineJudge:
     """Same `decide(inputs, artifacts)` as `Judge`; deterministic, free, never cached."""
 
+    @classmethod
+    def from_spec(cls, data: dict[str, Any], spec_path: Path, cache: Any = None, **kwargs: Any) -> OfflineJudge:
+        """The judge of a spec with `provider: offline` (judges.providers.JUDGE_BACKENDS): no
+        cache, no endpoint, so `cache` and the LLM judge's options are not used."""
+        return cls(data, spec_path)
+
     def __init__(self, data: dict[str, Any], spec_path: Path) -> None:
         self.data = data
         self.id: str = data["id"]

@@ -18,10 +18,21 @@ import threading
 from typing import Any
 
 from duplexeval.judges.retry import Failure
+from duplexeval.lazy import LazyRegistry
 
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 DEFAULT_CONCURRENCY = 4
 ANTHROPIC_DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
+
+# A judge spec's `provider` -> the judge class that runs it (`module:Class[.factory]`, imported
+# when a spec chooses it; each takes (spec data, spec path, cache, **options)). openai also
+# serves any OpenAI-compatible base_url.
+JUDGE_BACKENDS: LazyRegistry[Any] = LazyRegistry("judge provider", {
+    "openai": "duplexeval.judges.llm:Judge",
+    "anthropic": "duplexeval.judges.llm:Judge",
+    "openai-compatible": "duplexeval.judges.llm:Judge",
+    "offline": "duplexeval.judges.offline:OfflineJudge.from_spec",
+})
 
 _semaphores: dict[tuple[str, str], threading.BoundedSemaphore] = {}
 _semaphores_lock = threading.Lock()

@@ -89,8 +89,10 @@ def _words_to_numbers(toks: list[str]) -> list[str]:
         last_kind = None
 
     for tok in toks:
-        if tok in UNITS and UNITS[tok] is not None:
-            kind, value = "unit", UNITS[tok]
+        unit = UNITS.get(tok)
+        value: int
+        if unit is not None:
+            kind, value = "unit", unit
         elif tok in TEENS:
             kind, value = "teen", TEENS[tok]
         elif tok in TENS:

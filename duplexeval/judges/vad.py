@@ -117,7 +117,7 @@ class _SileroStream:
     def prob(self, window: np.ndarray) -> float:
         w = np.ascontiguousarray(window, dtype=np.float32).reshape(1, WINDOW)
         chain = hashlib.blake2b(self._key, digest_size=32)
-        chain.update(w)
+        chain.update(w.tobytes())
         key = self._key = chain.digest()
         if TRAJECTORY_WINDOWS:
             with _trajectory_lock:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,7 +25,6 @@ from duplexeval.runfolder.run_dir import ResultFile, RunDir, item_dirs, read_eve
 SCRIPT = (Path(__file__).parent / "templates" / "browser.js").read_text(encoding="utf-8")
 MAX_RECORDS = 20000          # per report; beyond this the browser says how many it left out
 MAX_TEXT = 600               # characters of a transcript or reason kept per record
-_BRACKET = re.compile(r"\[(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)\]")
 
 
 def script_hash(script: str = SCRIPT) -> str:
@@ -49,15 +47,12 @@ def _clip(value: Any) -> str | None:
 
 def record_span(rec: dict[str, Any], item_window: list[float] | None = None,
                 family: FamilyReport | None = None) -> list[float] | None:
-    """A record's window in seconds: `window`, start/end spellings, the family's own spelling
-    (`Benchmark.record_span`), a response window in its reason ("... window [2.30, 10.00]"),
-    else the item's window its family gives (`Benchmark.report_item`), else its anchor (a
-    zero-width mark)."""
+    """A record's window in seconds: its `window` (specs/schema/records.schema.json), the family's
+    own spelling (`Benchmark.record_span`), else the item's window its family gives
+    (`Benchmark.report_item`), else its `anchor_s` (a zero-width mark)."""
     span = charts.span(rec)
     if span is None and family is not None:
         span = family.record_span(rec)
-    if span is None and isinstance(rec.get("reason"), str) and (m := _BRACKET.search(rec["reason"])):
-        span = (float(m.group(1)), float(m.group(2)))
     if span is None and item_window:
         span = (float(item_window[0]), float(item_window[1]))
     if span is None and isinstance(rec.get("anchor_s"), (int, float)):
@@ -65,8 +60,13 @@ def record_span(rec: dict[str, Any], item_window: list[float] | None = None,
     return [round(span[0], 3), round(span[1], 3)] if span else None
 
 
-def _verdict(passed: Any) -> str:
-    return {True: "pass", False: "fail"}.get(passed, "excluded")
+def _verdict(rec: dict[str, Any]) -> str:
+    """pass / fail by the record's `passed`; `excluded` when it says null; `none` when the record
+    carries no pass/fail of its own (a continuous metric's sample)."""
+    if "passed" not in rec:
+        return "none"
+    verdict = charts.passed(rec)
+    return "excluded" if verdict is None else ("pass" if verdict else "fail")
 
 
 def _family_items(result: ResultFile, families: Families) -> Callable[[str], dict[str, Any] | None]:
@@ -91,7 +91,7 @@ def browser_data(run: RunDir, families: Families, max_records: int = MAX_RECORDS
         dirs = {d.name: d for d in item_dirs(result)}
         by_item: dict[str, list[dict[str, Any]]] = {}
         for rec in recs:
-            by_item.setdefault(str(rec.get("item", rec.get("item_id", ""))), []).append(rec)
+            by_item.setdefault(str(rec.get("item", "")), []).append(rec)
         for item_id, mine in sorted(by_item.items()):
             key = f"{result.model}/{result.benchmark}/{item_id}"
             d = dirs.get(item_id)
@@ -99,23 +99,24 @@ def browser_data(run: RunDir, families: Families, max_records: int = MAX_RECORDS
             wav = d / "recording.wav" if d else None
             extra = family_item(item_id) or {}
             turns = charts.scene_turns(events) or extra.get("turns") or []
+            roles = family.turn_roles if family is not None else {}
             items[key] = {
                 "audio": run.relative(wav).replace("\\", "/") if wav is not None and wav.is_file() else None,
                 "turns": [{"start": round(t["start"], 3), "end": round(t["end"], 3), "speaker": t.get("speaker"),
-                           "label": t.get("label"), "text": _clip(t.get("text"))} for t in turns],
+                           "label": t.get("label"), "role": roles.get(str(t.get("label")), "other"),
+                           "text": _clip(t.get("text"))} for t in turns],
                 "episodes": [[round(s, 3), round(e, 3)] for s, e in charts.speech_episodes(
                     events, mine, family.record_speech if family is not None else None)],
             }
             for rec in mine:
                 if len(records) >= max_records:
                     continue
-                passed = charts.passed(rec)
                 records.append({
                     "model": result.model, "benchmark": result.benchmark, "item": item_id, "key": key,
-                    "metric": str(rec.get("metric") or ""), "label": rec.get("label") or rec.get("feature"),
-                    "round": rec.get("round"), "outcome": rec.get("outcome"), "verdict": _verdict(passed),
+                    "metric": str(rec.get("metric") or ""), "label": rec.get("label"),
+                    "round": rec.get("round"), "outcome": rec.get("outcome"), "verdict": _verdict(rec),
                     "reason": _clip(rec.get("reason")), "transcript": _clip(rec.get("transcript")),
-                    "judge": rec.get("judge_id") or rec.get("judge") or rec.get("judge_label"),
+                    "judge": rec.get("judge") or rec.get("judge_id") or rec.get("judge_label"),
                     "judge_reason": _clip(rec.get("judge_reason")),
                     "span": record_span(rec, extra.get("window"), family),
                 })

@@ -45,38 +45,32 @@ def round_keys(rounds: dict[str, Any]) -> list[str]:
 
 # ------------------------------------------------------------------ scene timeline
 
-_ONSET = {"turn_onset", "turn_start", "turn_begin"}
-_OFFSET = {"turn_offset", "turn_end"}
-_SPEECH_ON = {"model_speech_onset", "model_onset", "speech_onset", "episode_start"}
-_SPEECH_OFF = {"model_speech_offset", "model_offset", "speech_offset", "episode_end"}
+# The event types a stimulus writes around a turn (runner events.jsonl, `t` in seconds).
+_ONSET = "turn_start"
+_OFFSET = "turn_end"
 
 
 def span(row: dict[str, Any]) -> tuple[float, float] | None:
-    """A window's [start, end] in seconds, from the spellings records may use."""
+    """A record's window in seconds: its `window` (specs/schema/records.schema.json), or an
+    event's or turn's own start/end; the one spelling each, never a guess at others."""
     w = row.get("window")
     if isinstance(w, (list, tuple)) and len(w) == 2:
         return float(w[0]), float(w[1])
-    if isinstance(w, dict) and "start" in w and "end" in w:
-        return float(w["start"]), float(w["end"])
-    for a, b in (("start", "end"), ("t0", "t1"), ("window_start", "window_end")):
-        if isinstance(row.get(a), (int, float)) and isinstance(row.get(b), (int, float)):
-            return float(row[a]), float(row[b])
+    if isinstance(row.get("start"), (int, float)) and isinstance(row.get("end"), (int, float)):
+        return float(row["start"]), float(row["end"])
     return None
 
 
 def scene_turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Realised turns from events.jsonl (onset/offset pairs, or one event with start/end)."""
+    """Realised turns from events.jsonl: `turn_start` / `turn_end` pairs by `turn`."""
     open_: dict[Any, dict[str, Any]] = {}
     turns: list[dict[str, Any]] = []
     for e in events:
         kind = e.get("type")
-        key = e.get("turn", e.get("turn_id", e.get("index")))
-        if kind == "turn" and span(e):
-            s, t = span(e)
-            turns.append({**e, "start": s, "end": t})
-        elif kind in _ONSET:
+        key = e.get("turn")
+        if kind == _ONSET:
             open_[key] = {**e, "start": float(e.get("t", 0.0))}
-        elif kind in _OFFSET and key in open_:
+        elif kind == _OFFSET and key in open_:
             turn = open_.pop(key)
             turn["end"] = float(e.get("t", turn["start"]))
             turns.append(turn)
@@ -86,41 +80,22 @@ def scene_turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def speech_episodes(events: list[dict[str, Any]], records: list[dict[str, Any]],
                     judged: Callable[[dict[str, Any]], list[tuple[float, float]]] | None = None,
                     ) -> list[tuple[float, float]]:
-    """The model's speech episodes: from events (onset/offset), records' `episodes` / `speech`,
-    and what `judged` (the family's `record_speech`) reads from a record in its own spelling."""
+    """The model's speech episodes the records judged: each record's `speech` (specs/schema/
+    records.schema.json) and what `judged` (the family's `record_speech`) reads from a record
+    in its own spelling. events.jsonl holds no speech of the model: VAD runs at scoring."""
     out: list[tuple[float, float]] = []
-    start = None
-    for e in events:
-        if e.get("type") in _SPEECH_ON:
-            start = float(e.get("t", 0.0))
-        elif e.get("type") in _SPEECH_OFF and start is not None:
-            out.append((start, float(e.get("t", start))))
-            start = None
-        elif e.get("type") == "episode" and span(e):
-            out.append(span(e))
     for r in records:
-        # Scoring records carry the speech they judged: a window's `speech`, or a spelling
-        # of the family's own (`judged`).
         if judged is not None:
             out.extend((float(s), float(e)) for s, e in judged(r))
-        for ep in (r.get("episodes") or []) + (r.get("speech") or []):
+        for ep in r.get("speech") or []:
             if isinstance(ep, (list, tuple)) and len(ep) == 2:
                 out.append((float(ep[0]), float(ep[1])))
-            elif isinstance(ep, dict) and span(ep):
-                out.append(span(ep))
     return sorted(set(out))
 
 
 def passed(row: dict[str, Any]) -> bool | None:
-    if isinstance(row.get("passed"), bool) or ("passed" in row and row["passed"] is None):
-        return row["passed"]  # None: excluded (e.g. an event that was not eligible)
-    outcome = row.get("outcome", row.get("verdict", row.get("pass")))
-    if isinstance(outcome, bool):
-        return outcome
-    if isinstance(outcome, str):
-        o = outcome.lower()
-        if o in {"pass", "passed", "ok", "fresh", "yield", "correct", "success"}:
-            return True
-        if o in {"fail", "failed", "miss", "already_speaking", "incorrect", "intrusion"}:
-            return False
-    return None
+    """A record's pass/fail: its `passed` (true, false; null or absent: no verdict of its own).
+    Never read from the outcome's word: the words are the family's (Benchmark.outcomes), and one
+    word can pass under one reading and fail under another."""
+    value = row.get("passed")
+    return value if isinstance(value, bool) else None

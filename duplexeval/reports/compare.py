@@ -132,6 +132,7 @@ def _compare_statistics(run: RunDir, cell: GoldenCell, locator: dict[str, str], 
     if found != OK:
         within = False if found == AMBIGUOUS else None
         return DiffRow(**base, got=None, delta=None, within_tolerance=within, status=found, source=source, note=note)
+    assert got is not None   # found == OK: _statistics_value gives the value
     delta, within = cell.check(got, tolerance)
     status = OK if within else OUT
     if cell.denominator is not None and pairs is not None and int(pairs) != int(cell.denominator):

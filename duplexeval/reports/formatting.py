@@ -96,7 +96,8 @@ def latex_pub(p: dict[str, Any] | None) -> LatexSafe:
         return LatexSafe("--")
     out = tex_num(p.get("value"), p["decimals"] if p.get("decimals") is not None else 4)
     if p.get("delta") is not None:
-        colour = {True: "within", False: "outside"}.get(p.get("within"))
+        within = p.get("within")
+        colour = None if within is None else ("within" if within else "outside")
         delta = latex_escape("%+.4g" % p["delta"])
         delta = f"$\\Delta${delta}"
         out += " " + (f"\\textcolor{{{colour}}}{{{delta}}}" if colour else delta)

@@ -75,4 +75,4 @@ def default_golden_paths(families: Families) -> tuple[Path, ...]:
     """The golden files of the papers whose arithmetic `paper-check` re-derives (each family's
     `paper_golden_files`), in family order."""
     return tuple(golden_dir() / name for _, plugin in sorted(families.items())
-                 for name in getattr(plugin, "paper_golden_files", ()))
+                 for name in plugin.paper_golden_files)

@@ -172,7 +172,8 @@ def family_sections(inputs: ReportInputs, published: Published) -> list[ReportSe
                                        item=inputs.item)
         plugin = known.get(family)
         own = plugin.report_sections(section_inputs) if plugin is not None else None
-        out += own if own is not None else [generic_section(family, results)]
+        out += own if own is not None else [generic_section(family, results,
+                                                            plugin.higher_is_better if plugin is not None else None)]
     return out
 
 

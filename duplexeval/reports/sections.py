@@ -60,6 +60,15 @@ class FamilyReport(Protocol):
     hooks). The report is handed the families by its caller (`families`: family name -> plug-in,
     the plug-in registry in the commands), so reports/ never looks a family up itself."""
 
+    @property
+    def higher_is_better(self) -> dict[str, bool]: ...     # metric (or "<benchmark>/<metric>") -> direction
+
+    @property
+    def turn_roles(self) -> dict[str, str]: ...            # turn label -> "target" | "interrupt" (item view colours)
+
+    @property
+    def paper_golden_files(self) -> tuple[str, ...]: ...   # golden/ files of the papers it re-derives
+
     def report_sections(self, inputs: SectionInputs) -> list[ReportSection] | None: ...
 
     def report_item(self, bench_dir: Path, item_id: str) -> dict[str, Any] | None: ...
@@ -96,15 +105,25 @@ def by_family(results: list[ResultFile]) -> dict[str, list[ResultFile]]:
     return dict(sorted(out.items()))
 
 
-def generic_section(family: str, results: list[ResultFile]) -> ReportSection:
-    """Every metric of every result as model x metric, each rate beside its numerator/denominator."""
+def direction(higher_is_better: Mapping[str, bool], benchmark: str, metric: str) -> str | None:
+    """'higher' / 'lower' (is better) for a metric by its family's `higher_is_better`
+    ("<benchmark>/<metric>" before "<metric>"); None when the family does not say."""
+    value = higher_is_better.get(f"{benchmark}/{metric}", higher_is_better.get(metric))
+    return None if value is None else ("higher" if value else "lower")
+
+
+def generic_section(family: str, results: list[ResultFile],
+                    higher_is_better: Mapping[str, bool] | None = None) -> ReportSection:
+    """Every metric of every result as model x metric, each rate beside its numerator/denominator,
+    each header marked with the direction its family declares (Benchmark.higher_is_better)."""
     tables = []
     for bench in sorted({r.benchmark for r in results}):
         mine = [r for r in results if r.benchmark == bench]
         metrics = sorted({k for r in mine for k, v in r.metrics().items() if isinstance(v, dict)})
         rows = [{"model": r.model, "cells": {k: marked(r.data, k, r.metrics().get(k), r.metrics()) for k in metrics}}
                 for r in mine]
-        tables.append({"benchmark": bench, "metrics": metrics, "rows": rows})
+        directions = {m: direction(higher_is_better or {}, bench, m) for m in metrics}
+        tables.append({"benchmark": bench, "metrics": metrics, "rows": rows, "directions": directions})
     name = family or "unknown family"
     return ReportSection(family=family, id=f"family-{name}".replace(" ", "-"), title=name,
                          data={"tables": tables},

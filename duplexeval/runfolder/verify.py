@@ -22,9 +22,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from duplexeval.io import atomic_write_json, read_jsonl, sha256_file, sha256_json
+from duplexeval.runfolder.records import OutcomeWords, record_problems
 from duplexeval.runner.integrity import STATUS_FILE, input_hashes, item_status
 from duplexeval.secrets import secret_values
 
@@ -167,8 +168,31 @@ def check_items(bench_dir: Path) -> list[Finding]:
     return findings
 
 
-def check_results(bench_dir: Path) -> tuple[list[Finding], list[dict[str, Any]]]:
-    """results.json against records.jsonl and the items it read; returns the records too."""
+MAX_RECORD_FINDINGS = 5   # per records.jsonl; the rest are counted
+
+
+def folder_family(bench_dir: Path) -> str:
+    """The family of a folder by the spec snapshot the run wrote beside it ('' when it has none)."""
+    try:
+        data = json.loads((bench_dir / "benchmark.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(data.get("benchmark") or "") if isinstance(data, dict) else ""
+
+
+def check_records(records_path: Path, records: list[Any], outcomes: OutcomeWords) -> list[Finding]:
+    """records.jsonl against specs/schema/records.schema.json and its family's outcome words."""
+    problems = record_problems(records, outcomes)
+    findings = [Finding(records_path, p) for p in problems[:MAX_RECORD_FINDINGS]]
+    if len(problems) > MAX_RECORD_FINDINGS:
+        findings.append(Finding(records_path, f"and {len(problems) - MAX_RECORD_FINDINGS} more departures "
+                                              "from specs/schema/records.schema.json"))
+    return findings
+
+
+def check_results(bench_dir: Path, outcomes: OutcomeWords = None) -> tuple[list[Finding], list[dict[str, Any]]]:
+    """results.json against records.jsonl and the items it read; returns the records too.
+    `outcomes`: the folder's family's outcome words (None: any word)."""
     findings: list[Finding] = []
     results_path, records_path = bench_dir / "results.json", bench_dir / "records.jsonl"
     if not results_path.exists() and not records_path.exists():
@@ -192,6 +216,7 @@ def check_results(bench_dir: Path) -> tuple[list[Finding], list[dict[str, Any]]]
         findings.append(Finding(records_path, "differs from the records results.json was computed from "
                                               "(records_sha256)"))
     if records:
+        findings += check_records(records_path, records, outcomes)
         findings += check_record_hashes(bench_dir, records)
     inputs = results.get("inputs_sha256")
     if isinstance(inputs, dict):
@@ -313,8 +338,11 @@ def bench_folders(run_dir: Path) -> list[Path]:
     return sorted(found)
 
 
-def verify_run(run_dir: str | Path, *, cache_root: Path | None = None, secrets: bool = True) -> list[Finding]:
-    """Every finding of a run folder (or of one <model>/<benchmark> folder)."""
+def verify_run(run_dir: str | Path, *, cache_root: Path | None = None, secrets: bool = True,
+               outcomes: Mapping[str, OutcomeWords] | None = None) -> list[Finding]:
+    """Every finding of a run folder (or of one <model>/<benchmark> folder). `outcomes`: family ->
+    its outcome words (`Benchmark.outcomes`, handed in by the command); a family not in it is
+    checked against the records schema alone."""
     from duplexeval.judges.cache import default_cache_root
 
     run_dir = Path(run_dir)
@@ -327,7 +355,7 @@ def verify_run(run_dir: str | Path, *, cache_root: Path | None = None, secrets: 
         raise FileNotFoundError(f"{run_dir}: no manifest.json, items/ or results.json: not a run folder")
     for folder in folders:
         findings += check_items(folder)
-        found, records = check_results(folder)
+        found, records = check_results(folder, (outcomes or {}).get(folder_family(folder)))
         findings += found
         keys += cited_cache_keys(records)
     if keys:

@@ -191,6 +191,7 @@ def _write_item(item_dir: Path, outcome: SessionOutcome, spec: ModelSpec, clock:
         # No recording for an error item: nothing downstream can mistake it for silence.
         recording.unlink(missing_ok=True)
         fault = outcome.fault
+        assert fault is not None   # not ok means a fault (SessionOutcome.ok)
         status.update(status="error", reason=str(fault), error_code=fault.code, error_frame=fault.frame_idx)
     atomic_write_jsonl(item_dir / "events.jsonl", outcome.events)
     status.update(artifact_fields(item_dir, outcome.ok))  # status.json vouches for the files before it

@@ -176,6 +176,7 @@ class _FrameLoop:
 
     def hold(self, n: int) -> None:
         """Pipelined only: keeps the stimulus events drained now for observe(n)."""
+        assert self.held is not None, "hold() is for pipelined sessions"
         events = self.stimulus.drain_events()
         if events:
             self.held.extend((n, ev) for ev in events)

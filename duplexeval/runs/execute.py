@@ -75,8 +75,8 @@ def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode
     """Plans every job, plays their units on `pool` (default: serial), scores each job, writes the summary.
 
     A pool that plays units in other processes (`plans_ahead`: local, ray) starts on the
-    first job's units while the later jobs are planned in a thread (Planner): MTR plans
-    render and segment their dialogues, ~30 s of `make reproduce` that would leave every
+    first job's units while the later jobs are planned in a thread (Planner): a family whose plans
+    render and segment dialogues (~30 s of `make reproduce`) would leave every
     worker idle. The serial pool plans every job first, as it always has.
     """
     from duplexeval.executors import make_pool, run_plans

@@ -47,7 +47,7 @@ def damaged_items(bench_dir: Path) -> list[str]:
 
 
 def error_line(key: str, codes: Counter) -> str:
-    """'oracle/mpe-explicit: 3 item(s) errored: CLOSED 2, TIMEOUT 1'."""
+    """'oracle/<benchmark>: 3 item(s) errored: CLOSED 2, TIMEOUT 1'."""
     parts = ", ".join(f"{code} {n}" for code, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0])))
     return f"{key}: {sum(codes.values())} item(s) errored: {parts}"
 

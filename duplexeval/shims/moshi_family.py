@@ -202,6 +202,7 @@ class MoshiFamilyServer(BatchedRows, DuplexServer):
         lm = self.lm_gen.lm_model
         if token_id in (lm.existing_text_padding_id, lm.existing_text_end_padding_id):
             return None
+        assert self.text_tokenizer is not None   # loaded with the model (load())
         return self.text_tokenizer.id_to_piece(token_id).replace("\u2581", " ")
 
     def decode(self, tokens: torch.Tensor) -> torch.Tensor:

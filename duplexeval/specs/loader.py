@@ -163,7 +163,7 @@ def load_spec(path: Path, expected_kind: str | None = None) -> Spec:
         errors.append(at(("id",), f"{spec_id!r} must equal the file name {path.stem!r}"))
     if errors:
         raise SpecErrors(errors)
-    return Spec(kind=kind, id=spec_id, data=data, path=path, sources=files, origins=origins)
+    return Spec(kind=kind, id=str(spec_id), data=data, path=path, sources=files, origins=origins)
 
 
 def non_finite(data: Any, at: tuple = ()) -> list[tuple[tuple, float]]:

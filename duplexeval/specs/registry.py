@@ -66,9 +66,9 @@ class Registry:
                 else:
                     files.append((path, kind))
         files += [(Path(p), None) for p in extra_files]
-        for path, kind in files:
+        for path, expected in files:
             try:
-                spec = load_spec_cached(path, expected_kind=kind)
+                spec = load_spec_cached(path, expected_kind=expected)
             except SpecErrors as exc:
                 errors.extend(exc.errors)
                 continue

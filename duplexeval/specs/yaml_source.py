@@ -57,7 +57,8 @@ class _Walk:
     """What the node walk has spent: nodes expanded, and the nodes on the current path."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.nodes, self.open = path, 0, set()
+        self.path, self.nodes = path, 0
+        self.open: set[int] = set()
 
     def enter(self, node: yaml.Node, at: tuple) -> None:
         self.nodes += 1

@@ -95,7 +95,7 @@ def settings(tts: dict[str, Any]) -> dict[str, Any]:
     bad = set(options) - set(DEFAULT_OPTIONS)
     if bad:
         raise ValueError(f"unknown qwen3-tts options {sorted(bad)}; allowed: {', '.join(DEFAULT_OPTIONS)}")
-    from duplexeval.judges.asr_backends import torch_device
+    from duplexeval.judges.asr_backends.base import torch_device
 
     out = {**DEFAULT_OPTIONS, **options}
     out["device"] = torch_device(out["device"])
@@ -150,3 +150,12 @@ def synthesize_native(text: str, qwen_voice: str, cfg: dict[str, Any]) -> tuple[
     wavs, fs = model.generate_custom_voice(text=text, speaker=qwen_voice, language=cfg["language"],
                                            instruct=instruct, **opts)
     return np.asarray(wavs[0], dtype=np.float32).reshape(-1), int(fs)
+
+
+class Qwen3Tts:
+    """This module as a `TtsBackend` (duplexeval.tts_backends.BACKENDS["qwen3-tts"])."""
+
+    settings = staticmethod(settings)
+    voice_for = staticmethod(voice_for)
+    cache_components = staticmethod(cache_components)
+    synthesize_native = staticmethod(synthesize_native)

@@ -10,9 +10,8 @@
     published.py, report.py   the published v1.0 table and our rows beside it
 
 Registered by entry point like the built-in families; nothing outside this package names it
-(besides its specs, data, docs, tests and golden file). docs/fdb.md.
+(besides its specs, data, docs, tests and golden file). docs/fdb.md. The entry point names
+`duplexeval.benchmarks.fdb.plugin:FullDuplexBench`; this file imports nothing, so a module
+of the package importing a sibling (`from duplexeval.benchmarks.fdb import layout`) never
+runs the plug-in module first (no circle through this `__init__`).
 """
-
-from duplexeval.benchmarks.fdb.plugin import FullDuplexBench
-
-__all__ = ["FullDuplexBench"]

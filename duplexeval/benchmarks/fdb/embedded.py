@@ -178,12 +178,12 @@ def render(source_path: Path, out: Path, *, replace: bool = True) -> Path:
 
 
 def rendered_root(source_path: Path, cache: Path) -> Path:
-    """The rendered layout of `source_path` in the cache, rendered once per content and TTS settings."""
+    """The rendered layout of `source_path` in the content store (`renders` under `cache`), rendered
+    once per content and TTS settings; a rendered file changed by hand is a miss, rendered again."""
+    from duplexeval.store import ContentStore
     from duplexeval.tts import TTS_CACHE_VERSION
 
-    key = sha256_json({"v": EMBEDDED_VERSION, "tts": TTS_CACHE_VERSION,
-                       "source": source_path.read_bytes().decode("utf-8")})[:16]
-    out = cache / "fdb" / "embedded" / key
-    if not out.is_dir():
-        render(source_path, out, replace=False)
-    return out
+    components = {"renderer": "full-duplex-bench/embedded", "v": EMBEDDED_VERSION, "tts": TTS_CACHE_VERSION,
+                  "source_sha256": sha256_json(source_path.read_bytes().decode("utf-8"))}
+    store = ContentStore.of("renders", cache / "renders")
+    return store.put_folder(components, lambda out: render(source_path, out, replace=True))

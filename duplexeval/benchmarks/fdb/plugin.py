@@ -10,6 +10,14 @@ from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, Re
 
 class FullDuplexBench(Benchmark):
     family = "full-duplex-bench"
+    # A record is one sample scored (`ok`) or not (`error`); its numbers are continuous, no pass/fail.
+    outcomes = frozenset({"ok", "error"})
+    # published.NOTE: lower is better for the pause and backchannel TOR, JSD and latencies;
+    # higher for the smooth turn-taking and interruption TOR, Freq and the GPT-4o rating.
+    higher_is_better = {"fdb-pause-synthetic/tor": False, "fdb-pause-candor/tor": False,
+                        "fdb-backchannel/tor": False, "fdb-smooth-turn-taking/tor": True,
+                        "fdb-user-interruption/tor": True, "jsd": False, "latency_s": False,
+                        "frequency": True, "relevance": True}
     # No `paper_golden_files`: the published v1.0 table prints no counts to re-derive, so the
     # family has no paper arithmetic; golden/full-duplex-bench.yaml still gives the report its rows.
 

@@ -10,6 +10,14 @@ from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress
 
 class DuplexMpe(Benchmark):
     family = "duplex-mpe"
+    # metrics.py's outcome words (Start, Answer, Shush, Stop and its eligibility) and `error`.
+    outcomes = frozenset({"fresh", "already_speaking", "miss", "correct", "incorrect", "unreadable_speech",
+                          "silent", "backchannel", "intrusion", "yielded", "did_not_yield",
+                          "excluded_already_talking", "excluded_finished_early", "excluded_no_onset_in_gap",
+                          "excluded_talked_over_question", "responded", "error"})
+    higher_is_better = {"start": True, "presence": True, "answer": True, "shush": True, "stop": True,
+                        "response": True, "silence": True}
+    turn_roles = {"T": "target", "N4Q": "interrupt", "N4R": "interrupt"}
 
     def plan(self, job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None):
         from duplexeval.benchmarks.mpe.plan import MpePlan

@@ -43,6 +43,7 @@ def text_reference_records(scenes: list[Scene], bench: dict[str, Any], judge) ->
             records.append({"item": scene.id, "turn": turn.index, "turn_id": turn.turn_id, "label": turn.label,
                             "benchmark": bench["id"], "condition": condition, "text": turn.text,
                             "verdict": verdict.value, "parsed_ok": verdict.parsed_ok, "responded": responded,
+                            "outcome": "responded" if responded else "silent",
                             "judge_id": verdict.judge_id, "judge_label": verdict.label,
                             "cache_key": verdict.cache_key, "judge_reason": verdict.reason})
     return records

@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
+from duplexeval.cli_errors import ExpectedError
 from duplexeval.resources import data_root
 
 DATASETS: dict[str, dict[str, Any]] = {
@@ -50,8 +51,8 @@ OPENING = {"user": "Hi, I have a few questions for you today.",
 SETTINGS = ("smooth", "interruption")
 
 
-class DatasetUnavailable(RuntimeError):
-    pass
+class DatasetUnavailable(RuntimeError, ExpectedError):
+    """A data set this machine has not got: the user's to fetch (the CLI prints it, exit 2)."""
 
 
 def data_cache() -> Path:

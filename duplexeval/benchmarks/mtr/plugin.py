@@ -10,6 +10,11 @@ from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, Re
 
 class MtrDuplexBench(Benchmark):
     family = "mtr-duplexbench"
+    # Open: an instruction or safety round's outcome is its judge's verdict, written verbatim.
+    outcomes = None
+    higher_is_better = {"success": True, "score": True, "spoke_during_turn": False, "no_response": False,
+                        "unparseable": False, "error": False, "latency_s": False, "latency_all_rounds_s": False,
+                        "latency_successes_s": False}
 
     def plan(self, job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None):
         from duplexeval.benchmarks.mtr.plan import MtrPlan
@@ -82,6 +87,14 @@ class MtrDuplexBench(Benchmark):
         from duplexeval.benchmarks.mtr.report import item_view
 
         return item_view(bench_dir, item_id)
+
+    def record_span(self, record: dict[str, Any]) -> tuple[float, float] | None:
+        """A feature round's reason names the window it judged ("spoke in the pause window [a, b]",
+        "no one segment covers [a, b]"): the item view marks that window."""
+        import re
+
+        m = re.search(r"\[(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)\]", str(record.get("reason") or ""))
+        return (float(m.group(1)), float(m.group(2))) if m else None
 
     def report_sections(self, inputs):
         from duplexeval.benchmarks.mtr.report import sections

@@ -162,6 +162,7 @@ def import_recordings(bench: dict[str, Any], src: Path, *, layout: str, model: s
         if problem:
             refused.append(f"{path.name}: {problem}")
         else:
+            assert audio is not None   # read_checked gives the audio when it finds no problem
             checked[item_id] = audio
     if refused:
         raise ImportRefused(f"{src}: refused {len(refused)} of {len(files)} file(s), nothing was written:\n  "

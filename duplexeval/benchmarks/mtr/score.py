@@ -107,7 +107,9 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
     part = said[a:b]
     episodes = speech_episodes(part, rate, bench["vad"])
     if transcriber is None:
-        from duplexeval.judges.asr import transcribe as transcriber  # noqa: N813
+        from duplexeval.judges.asr import transcribe
+
+        transcriber = transcribe
     by_episode: list[list[W]] = []
     pad = float(bench["asr"].get("episode_pad_s", EPISODE_PAD_S))
     for s, e in episodes:
@@ -162,7 +164,7 @@ def score_round(item_id: str, info: dict[str, Any], recording: Path, bench: dict
         out = feature_outcome(rnd, words, win["end_s"], bench["metrics"], episodes, segments, single)
         # A spec written before the frequency existed (an old run's benchmark.json) has none.
         freq = backchannel_frequency(segments, bench["metrics"]) if "backchannel_frequency" in bench["metrics"] else None
-        return {**rec, "metric": "feature", **out, "segments": segments_json(segments), "backchannel_frequency": freq}
+        return {**rec, "metric": "feature", **out, "label": out["feature"], "segments": segments_json(segments), "backchannel_frequency": freq}
     role = {"mtr-quality": "quality", "mtr-instruction": "instruction", "mtr-safety": "safety"}[dim]
     judge = judges[judge_role(bench)]
     rec.update(metric=role, judge=judge.id, judge_label=judge.label)
@@ -254,7 +256,7 @@ def error_record(item_id: str, info: dict[str, Any], status: str) -> dict[str, A
     """The unit of a round whose item is not ok: an `error`, in every denominator, never a pass."""
     rnd = info["round"]
     return {"item": item_id, "dialogue": info["dialogue"], "round": rnd["round"], "feature": rnd.get("feature") or "smooth",
-            "metric": "error", "outcome": ERROR, "passed": False, "parsed_ok": False, "verdict": None,
+            "label": rnd.get("feature") or "smooth", "metric": "error", "outcome": ERROR, "passed": False, "parsed_ok": False, "verdict": None,
             "latency_s": None, "item_status": status, "transcript": "",
             "reason": f"item {status}: its round counts against the score, never for it"}
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.io import sha256_file
-from duplexeval.judges.asr_backends import Backend
+from duplexeval.judges.asr_backends.base import Backend
 from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG, load_whisper
 from duplexeval.judges.asr_backends.whisper_windows import remember_windows
 from duplexeval.judges.transcript import Transcript, Word

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.judges.asr_backends import LocalWeightsBackend, MissingExtraError, torch_device
+from duplexeval.judges.asr_backends.base import LocalWeightsBackend, MissingExtraError, torch_device
 from duplexeval.judges.transcript import Transcript, clean_words
 
 _lock = threading.Lock()

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.audio import float_to_s16le
-from duplexeval.judges.asr_backends import Backend
+from duplexeval.judges.asr_backends.base import Backend
 from duplexeval.judges.transcript import Transcript, Word
 
 _FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[.*\]|\+\+.*\+\+)$")

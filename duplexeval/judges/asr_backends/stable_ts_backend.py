@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.judges.asr_backends import MissingExtraError, OpenAIWhisperBackend
+from duplexeval.judges.asr_backends.base import MissingExtraError, OpenAIWhisperBackend
 from duplexeval.judges.transcript import Transcript, clean_words
 
 # stable-ts's own defaults for the settings that move words, written out for the key.

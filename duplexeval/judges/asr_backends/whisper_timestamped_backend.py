@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from duplexeval.judges.asr_backends import MissingExtraError, OpenAIWhisperBackend
+from duplexeval.judges.asr_backends.base import MissingExtraError, OpenAIWhisperBackend
 from duplexeval.judges.transcript import Transcript, clean_words
 
 # whisper-timestamped's defaults for what the MTR settings name, written out so the key

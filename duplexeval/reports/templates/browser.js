@@ -97,7 +97,7 @@
     dur = dur * 1.02;
     var turns = lane(tl, "turns");
     item.turns.forEach(function (t) {
-      box(turns, t.start, t.end, dur, "turn turn-" + String(t.label || "none").toLowerCase(),
+      box(turns, t.start, t.end, dur, "turn turn-" + String(t.role || "other"),
           (t.speaker || "") + " " + (t.label || ""), fmt(t.start) + "–" + fmt(t.end) + " s: " + (t.text || ""));
     });
     var speech = lane(tl, "model");

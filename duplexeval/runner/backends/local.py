@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from typing import IO
 
 from duplexeval.resources import import_root
 from duplexeval.runner.backends.base import SOCKET_NAME, Backend, short_socket_dir
@@ -34,7 +35,7 @@ class LocalBackend(Backend):
         self.spec = spec
         self.proc: subprocess.Popen | None = None
         self.dir: str | None = None
-        self._stderr = None
+        self._stderr: IO[bytes] | None = None
 
     def start(self) -> Endpoint:
         self.dir = short_socket_dir()

@@ -49,7 +49,8 @@ class Totals:
         if not spread or sum(spread) != 0 or not all(isinstance(x, int) for x in spread):
             raise ValueError(f"{where}: scene_plan.totals.turn_spread must be integers summing to 0 "
                              f"(got {list(spread)})")
-        return Totals(*(block[n] for n in names), spread)
+        scenes, turns, pairs, after_t, two_pair = (int(block[n]) for n in names)
+        return Totals(scenes, turns, pairs, after_t, two_pair, spread)
 
 
 def _deal(counts: list[tuple[Any, int]], n: int) -> list[Any]:

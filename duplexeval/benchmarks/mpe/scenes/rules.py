@@ -38,7 +38,7 @@ def gold_answer_problems(scene: Scene) -> list[tuple[int | None, str]]:
     gold_terms = key_terms(t.gold_answer or "")
     if not gold_terms:
         return [(t.index, "gold_answer has no key terms (only stop words)")]
-    problems = []
+    problems: list[tuple[int | None, str]] = []
     for condition in CONDITIONS:
         earlier: set[str] = set()
         for turn in scene.turns[: t.index]:

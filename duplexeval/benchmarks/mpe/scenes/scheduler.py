@@ -197,7 +197,8 @@ class MPEScheduler(Stimulus):
             start = max(self._earliest, cursor)
         elif self._model_yielded():
             start = max(self._earliest, cursor)
-            if self._hold_until is not None and not self._spoke_since(self._t_end / self.rate):
+            if (self._hold_until is not None and self._t_end is not None
+                    and not self._spoke_since(self._t_end / self.rate)):
                 start = max(start, self._hold_until)  # T's Start window is still open, no reply yet
         else:
             start = max(self._cap, cursor)
