@@ -103,7 +103,9 @@ def test_import_copies_the_data_and_indexes_every_sample(tmp_path):
     # a sample that already went through their pipeline: its model files are not data
     wav(root / "v1_5" / "background_speech" / "12" / "output.wav")
     out = tmp_path / "out"
-    lines = layout_import.convert(root, out)
+    report = layout_import.convert(root, out)
+    lines = report.lines
+    assert report.skipped == {}
     assert "v1.5 background_speech: 1 samples (the dataset README: 100)" in lines
     assert lines[-1].startswith("1 samples held model outputs")
     rows = {r["id"]: r for r in layout_import.read_index(out)}

@@ -73,6 +73,11 @@ class DuplexMpe(Benchmark):
     def data_importers(self) -> dict[str, DataImporter]:
         return {"duplex-mpe": DataImporter(_import_published)}
 
+    def recording_import_refusal(self) -> str | None:
+        return ("its stimulus depends on the model (playback waits for 2 s of Aria's silence, N4R follows N4Q "
+                "after exactly 3 s), so the heard channel of a recording made elsewhere has no fixed stimulus to "
+                "be checked against; run the model through duplexeval instead")
+
     def commands(self) -> list:
         from duplexeval.benchmarks.mpe.commands import COMMANDS
 
