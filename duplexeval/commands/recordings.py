@@ -80,9 +80,8 @@ class _ImportLayoutChoice(click.Choice):
 @click.argument("src", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--model", "model", required=True, help="The name results are filed under (no model spec is read).")
 @click.option("--layout", type=_ImportLayoutChoice(), default="duplexeval", show_default=True, metavar="LAYOUT",
-              help="The families' layouts: mtr-authors (their file names, left = user, right = model); "
-                   "fdb-authors (Full-Duplex-Bench's <ID>/output.wav at any rate, beside the imported data); "
-                   "duplexeval (<item>.wav, channel 0 heard, channel 1 said; docs/data.md).")
+              help="A layout the benchmark's family imports (each family's are listed in docs/data.md, "
+                   "\"Submission format\"); duplexeval: <item>.wav, channel 0 heard, channel 1 said.")
 @click.option("--suite", default=None,
               help="Read the benchmark's data as this suite does (its overrides), e.g. embedded; default: the spec's own.")
 @click.option("--run-id", help="Name of the run folder to create (default: import-<benchmark>-<UTC time>).")
@@ -94,9 +93,9 @@ def import_recordings(benchmark: str, src: Path, model: str, layout: str, suite:
     """Score recordings made elsewhere, after checking each against the benchmark's stimulus.
 
     The benchmark's family reads its layout (docs/data.md, "Submission format"): every
-    file's heard channel must match its stimulus (MTR: cross-correlation >= 0.9 within
-    20 ms), every sample must be finite audio covering its annotated events; a file that
-    does not fit is refused by name. The run folder is marked as recorded elsewhere;
+    file must be finite audio at a plausible rate, long enough for what is scored, and
+    where the layout carries the heard channel it must match the stimulus
+    (cross-correlation >= 0.9 within 20 ms); a file that does not fit is refused by name. The run folder is marked as recorded elsewhere;
     verify, report, compare and sensitivity read it like any run. Exit 4: some files were
     refused (listed) and the rest imported and scored.
     """
@@ -147,8 +146,7 @@ class _LayoutChoice(click.Choice):
 @click.command("export-recordings")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--layout", type=_LayoutChoice(), required=True, metavar="LAYOUT",
-              help="Another project's layout, from the families' exporters: mtr-authors (the MTR-DuplexBench "
-                   "authors' file names, left = user, right = model, round_start.json), and any a plug-in adds.")
+              help="Another project's layout, from the installed families' exporters (docs/data.md).")
 @click.argument("out", type=click.Path(file_okay=True, path_type=Path))
 def export_recordings(run_dir: Path, layout: str, out: Path) -> None:
     """Write RUN_DIR's recordings into OUT/<model>/<benchmark>/ in another project's layout.
