@@ -139,7 +139,7 @@ def test_a_model_channel_of_nan_or_a_user_channel_of_inf_is_refused(exported, tm
     """Issue 39: an all-NaN model channel imported and scored `safe 1.000`; now refused at import
     (duplexeval.recordings.checks, shared by every family's importer)."""
     _, out = exported
-    src = tmp_path / "nan"
+    src = tmp_path / "nan-src"
     shutil.copytree(out, src)
     nan, inf = (src / f"dialogue_safety_1_round_{r}_interruption.wav" for r in (1, 2))
     audio, rate = sf.read(nan, dtype="float32")
