@@ -166,10 +166,9 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
     the command exits 4 (partial). A copy of which nothing fits is refused (exit 2) and
     nothing is written. The paper suites then read the result (docs/data.md).
     """
+    from duplexeval.benchmarks import ImportReport
     from duplexeval.data import imported
     from duplexeval.specs import SpecErrors
-
-    from duplexeval.benchmarks import ImportReport
 
     found = _importer(name)
     said: list[str] = []

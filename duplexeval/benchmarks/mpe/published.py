@@ -252,8 +252,8 @@ def convert(copy: Path, out: Path) -> ImportReport:
     for data in scenes:
         path = out / "scenes" / f"{data['id']}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "utf-8")
-        if found := differences(data):
-            differ[data["id"]] = found
+        if diff := differences(data):
+            differ[data["id"]] = diff
     atomic_write_json(out / DIFFERENCES_FILE, differ)
     outside = sum(1 for d in differ.values() if any(x["where"] == "outside T" for x in d))
     lines = [f"{len(scenes)} scenes imported",

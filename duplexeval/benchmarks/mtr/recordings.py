@@ -126,7 +126,6 @@ def match_files(src: Path, expected: list[Expected], layout: str) -> dict[str, P
 def read_checked(path: Path, exp: Expected, rate: int) -> tuple[np.ndarray | None, str | None]:
     """(audio at the benchmark's rate, None) or (None, why the file is refused)."""
     from duplexeval.recordings.align import user_channel_problem
-
     from duplexeval.recordings.checks import read_checked as read_audio
 
     audio, sr, problem = read_audio(path, min_s=exp.need_s)   # finite samples, a plausible rate, long enough
