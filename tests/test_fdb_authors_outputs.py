@@ -171,3 +171,33 @@ def test_a_segment_running_to_the_end_is_clamped_to_the_audio_under_the_end_clam
     assert unclamped[-1][1] == 2.0
     bench["options"]["backchannel"]["vad_end_clamp"] = "clamp-to-end"
     assert _segments(audio, RATE, bench)[-1][1] == pytest.approx(1.96)
+
+
+def test_a_v15_output_pair_imports_as_the_sample_and_its_clean_run(tmp_path):
+    """v1.5: their inference leaves output.wav (with the overlap) and clean_output.wav (without) per sample."""
+    from duplexeval.audio import resample
+    from duplexeval.benchmarks.fdb.samples import data_root, list_samples
+    from duplexeval.runfolder.plan import apply_overrides
+    from duplexeval.specs import Registry
+    from duplexeval.tts import synthesize
+
+    registry = Registry.load()
+    bench = apply_overrides(registry.get("benchmark", "fdb-v15-user-backchannel").data,
+                            dict(registry.get("suite", "embedded").data.get("overrides", {})))
+    reply = synthesize("A rainbow forms when sunlight bends through raindrops.", "rms", RATE)
+    ids = []
+    for s in list_samples(bench, data_root(bench)):
+        ids.append(s.id)
+        (tmp_path / "src" / s.id).mkdir(parents=True)
+        for name, heard in (("output.wav", "input.wav"), ("clean_output.wav", "clean_input.wav")):
+            said = np.zeros(int(sf.info(str(s.folder / heard)).duration * RATE), dtype=np.float32)
+            said[RATE:RATE + len(reply)] = reply[: len(said) - RATE]
+            sf.write(tmp_path / "src" / s.id / name, resample(said, RATE, 24000), 24000, subtype="PCM_16")
+    (tmp_path / "src" / ids[0] / "clean_output.wav").unlink()      # half a pair: the sample is skipped
+    result = CliRunner().invoke(cli, ["import-recordings", "fdb-v15-user-backchannel", str(tmp_path / "src"),
+                                      "--model", "m", "--layout", "fdb-authors", "--suite", "embedded",
+                                      "--runs-dir", str(tmp_path / "runs"), "--run-id", "r"])
+    assert result.exit_code == 4 and f"skipped {ids[0]}/clean_output.wav: missing" in result.output, result.output
+    items = tmp_path / "runs" / "r" / "m" / "fdb-v15-user-backchannel" / "items"
+    assert sorted(p.name for p in items.iterdir()) == sorted([i + bench["options"]["v15"]["clean_suffix"]
+                                                              for i in ids[1:]] + ids[1:])
