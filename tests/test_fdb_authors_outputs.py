@@ -201,3 +201,14 @@ def test_a_v15_output_pair_imports_as_the_sample_and_its_clean_run(tmp_path):
     items = tmp_path / "runs" / "r" / "m" / "fdb-v15-user-backchannel" / "items"
     assert sorted(p.name for p in items.iterdir()) == sorted([i + bench["options"]["v15"]["clean_suffix"]
                                                               for i in ids[1:]] + ids[1:])
+
+
+@pytest.mark.parametrize("run_id", ["../../evil", "a/b", ".."])
+def test_a_run_id_that_is_no_name_is_refused_before_anything_is_written(tmp_path, run_id):
+    """Issue 39: `import-recordings --run-id ../../evil` wrote outside --runs-dir."""
+    (tmp_path / "src").mkdir()
+    result = CliRunner().invoke(cli, ["import-recordings", "fdb-backchannel", str(tmp_path / "src"), "--model", "m",
+                                      "--layout", "fdb-authors", "--runs-dir", str(tmp_path / "runs"),
+                                      "--run-id", run_id])
+    assert result.exit_code == 2 and "--run-id" in result.output, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]

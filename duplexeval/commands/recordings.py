@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from duplexeval.cli_errors import CommandError
+from duplexeval.commands.bounds import run_id_name
 from duplexeval.judges.cache import MODES as CACHE_MODES
 
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -84,7 +85,8 @@ class _ImportLayoutChoice(click.Choice):
                    "\"Submission format\"); duplexeval: <item>.wav, channel 0 heard, channel 1 said.")
 @click.option("--suite", default=None,
               help="Read the benchmark's data as this suite does (its overrides), e.g. embedded; default: the spec's own.")
-@click.option("--run-id", help="Name of the run folder to create (default: import-<benchmark>-<UTC time>).")
+@click.option("--run-id", callback=run_id_name,
+              help="Name of the run folder to create (default: import-<benchmark>-<UTC time>).")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(CACHE_MODES), help="Judge cache mode.")
