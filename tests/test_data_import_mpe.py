@@ -106,11 +106,15 @@ DAMAGES = [
      "some turns carry audio and some do not"),
     (lambda rows: [rows[0], {**rows[1], "turns": [{**t, "label": "N4_X"} if t["label"] == "N4Q" else t
                                                   for t in rows[1]["turns"]]}], "label 'N4_X'"),
+    (lambda rows: [rows[0], {**rows[1], "turns": [{**t, "audio": "audio/nan.wav"} if t["label"] == "T" else t
+                                                  for t in rows[1]["turns"]]}],
+     "audio 'audio/nan.wav': non-finite samples (NaN or inf): channel 0: 8000 of 8000 samples"),
 ]
 
 
 def damaged_copy(root: Path, damage) -> Path:
     copy = make_copy(root)
+    sf.write(copy / "audio" / "nan.wav", np.full(8000, np.nan, dtype=np.float32), 16000, subtype="FLOAT")
     f = copy / "data" / "test.jsonl"
     rows = [json.loads(line) for line in f.read_text().splitlines()]
     f.write_text("".join(json.dumps(r) + "\n" for r in damage(rows)))

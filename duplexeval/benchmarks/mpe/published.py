@@ -123,9 +123,16 @@ def scene_id(raw: Any) -> str:
 
 
 def _audio(copy: Path, where: str, rel: Any) -> str:
+    """The clip's path, checked as every importer checks audio (duplexeval.recordings.checks): readable,
+    finite samples, a plausible rate."""
+    from duplexeval.recordings.checks import read_checked
+
     path = (copy / str(rel)).resolve()
     if not path.is_file() or copy.resolve() not in path.parents:
         raise PublishedFormatError(f"{where}: audio {rel!r} is not a file inside the copy ({copy})")
+    _, _, problem = read_checked(path)
+    if problem:
+        raise PublishedFormatError(f"{where}: audio {rel!r}: {problem}")
     return str(path)
 
 
