@@ -43,8 +43,8 @@ def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
     return apply_overrides(spec.data, overrides), spec.sha256
 
 
-def _importer(benchmark: str, bench: dict, layout: str):
-    """The family's importer of `layout`; a CommandError naming the layouts it has (or why it has none)."""
+def _importer(benchmark: str, bench: dict, layout: str | None):
+    """(layout, the family's importer of it); a CommandError naming the layouts it has (or why it has none)."""
     from duplexeval.benchmarks import benchmark_for
 
     plugin = benchmark_for(bench)
@@ -53,10 +53,12 @@ def _importer(benchmark: str, bench: dict, layout: str):
         refusal = plugin.recording_import_refusal()
         raise CommandError(f"{benchmark}: " + (f"{plugin.family} recordings cannot be imported: {refusal}" if refusal
                                                else f"family {plugin.family!r} has no recording importer"))
+    if layout is None:
+        layout = "duplexeval" if "duplexeval" in importers or len(importers) != 1 else next(iter(importers))
     if layout not in importers:
         raise CommandError(f"--layout {layout}: not a layout of {plugin.family} recordings (it imports "
                            f"{', '.join(sorted(importers))})")
-    return importers[layout]
+    return layout, importers[layout]
 
 
 def _all_layouts() -> list[str]:
@@ -80,9 +82,10 @@ class _ImportLayoutChoice(click.Choice):
 @click.argument("benchmark")
 @click.argument("src", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--model", "model", required=True, help="The name results are filed under (no model spec is read).")
-@click.option("--layout", type=_ImportLayoutChoice(), default="duplexeval", show_default=True, metavar="LAYOUT",
+@click.option("--layout", type=_ImportLayoutChoice(), default=None, metavar="LAYOUT",
               help="A layout the benchmark's family imports (each family's are listed in docs/data.md, "
-                   "\"Submission format\"); duplexeval: <item>.wav, channel 0 heard, channel 1 said.")
+                   "\"Submission format\"); duplexeval: <item>.wav, channel 0 heard, channel 1 said. Default: "
+                   "duplexeval where the family reads it, else the family's only layout.")
 @click.option("--suite", default=None,
               help="Read the benchmark's data as this suite does (its overrides), e.g. embedded; default: the spec's own.")
 @click.option("--run-id", callback=run_id_name,
@@ -90,7 +93,7 @@ class _ImportLayoutChoice(click.Choice):
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(CACHE_MODES), help="Judge cache mode.")
-def import_recordings(benchmark: str, src: Path, model: str, layout: str, suite: str | None, run_id: str | None,
+def import_recordings(benchmark: str, src: Path, model: str, layout: str | None, suite: str | None, run_id: str | None,
                       runs_dir: Path, cache_mode: str) -> None:
     """Score recordings made elsewhere, after checking each against the benchmark's stimulus.
 
@@ -107,7 +110,7 @@ def import_recordings(benchmark: str, src: Path, model: str, layout: str, suite:
         raise click.BadParameter(f"{model!r}: letters, digits, '.', '_' and '-' only (it names a folder)",
                                  param_hint="--model")
     bench, bench_sha = _bench(benchmark, suite)
-    importer = _importer(benchmark, bench, layout)
+    layout, importer = _importer(benchmark, bench, layout)
     run_id = run_id or f"import-{benchmark}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     request = ImportRequest(layout=layout, model=model, runs_dir=runs_dir, run_id=run_id, suite=suite,
                             bench_sha256=bench_sha, cache_mode=cache_mode, log=lambda s: click.echo(s, err=True))
