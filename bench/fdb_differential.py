@@ -15,6 +15,11 @@ Two steps (docs/fdb.md, "Differential", records the figures):
     #    against our results.json (TOR, latency, backchannel frequency and JSD)
     .venv/bin/python bench/fdb_differential.py v10 RUN_DIR --fdb-src SRC --their-python PY
 
+    # 4. the authors' outputs at 24 and 48 kHz: backchannel answers laid at those rates, imported
+    #    with the fdb-authors layout and scored under their readings (vad_rate assume-16k, ...),
+    #    then step 3 on that run: their eval_backchannel.py against our results.json
+    .venv/bin/python bench/fdb_differential.py rates --fdb-src SRC --their-python PY
+
 SRC is their `v1_v1.5` folder (`git archive` of github.com/DanielLin94144/Full-Duplex-Bench);
 PY a Python with what their scripts import (torch + torchaudio of one version, silero-vad,
 librosa, soundfile): this project's venv has no torchaudio, so a throwaway venv. Their
@@ -234,7 +239,12 @@ json.dump(calls, open(calls_file, "w"))
 
 
 V10_SHIM = r'''
-import sys, types, torch, torchaudio, soundfile
+import sys, types, torch, soundfile
+try:
+    import torchaudio
+except ImportError:   # a stand-in module (named so), for a Python without torchaudio (this project's venv):
+    torchaudio = types.ModuleType("torchaudio")   # their v1.0 scripts call only torchaudio.load, replaced below
+    sys.modules["torchaudio"] = torchaudio
 def _read(path, *a, **k):   # as SHIM: torchaudio >= 2.9 reads files only through torchcodec
     data, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     return torch.from_numpy(data.T.copy()), rate
@@ -313,6 +323,65 @@ def compare_v10(run_dir: Path, py: str, src: Path) -> None:
     print(f"v1.0: {agree} of {total} metric values agree (within 5e-4: their prints round to 4 places)")
     for line in failed:
         print("  not compared: " + line)
+    shutil.rmtree(work)
+
+
+# --- step 4: the authors' outputs at 24 and 48 kHz, imported (`import-recordings --layout fdb-authors`) ---
+
+# The readings the paper suite names for Full-Duplex-Bench (specs/suites/paper-fdb.yaml): their scorer's.
+AUTHORS_READINGS = {"options.backchannel.tor": "last-segment", "options.backchannel.jsd": "distance",
+                    "options.backchannel.vad_rate": "assume-16k", "options.backchannel.vad_end_clamp": "clamp-to-end",
+                    "options.output_length": "as-recorded"}
+BACKCHANNELS = ("yeah", "uh huh", "I see")   # "I see": 0.7 s of speech, 1.07 s read at 16 kHz from 24 kHz
+
+
+def _authors_outputs(out: Path, rate: int, samples: list) -> None:
+    """<ID>/output.wav at `rate` for each sample, as a model's inference script would leave it: three
+    short backchannels (flite, 16 kHz, resampled) laid 3 s apart, and a tail 1 s past the input's end."""
+    import soundfile as sf
+
+    from duplexeval.audio import resample
+    from duplexeval.tts import synthesize
+
+    for s in samples:
+        n = int((sf.info(str(s.folder / "input.wav")).duration + 1.0) * RATE)
+        said = np.zeros(n, dtype=np.float32)
+        for k, word in enumerate(BACKCHANNELS):
+            clip = synthesize(word, "rms", RATE)
+            at = int((1.0 + 3.0 * k) * RATE)
+            said[at:at + len(clip)] = clip[: max(0, n - at)]
+        (out / s.id).mkdir(parents=True)
+        sf.write(out / s.id / "output.wav", resample(said, RATE, rate), rate, subtype="PCM_16")
+
+
+def compare_rates(py: str, src: Path, suite: str) -> None:
+    """The backchannel task's samples answered at 24 and 48 kHz, imported as the authors' outputs and
+    scored under their readings; their eval_backchannel.py on the same output.wav (re-exported) beside it."""
+    from duplexeval.benchmarks import ImportRequest
+    from duplexeval.benchmarks.fdb.authors_import import import_authors_outputs
+    from duplexeval.benchmarks.fdb.samples import data_root, list_samples
+    from duplexeval.runfolder.plan import apply_overrides
+    from duplexeval.specs import Registry
+
+    registry = Registry.load()
+    overrides = dict(registry.get("suite", suite).data.get("overrides", {}))
+    work = Path(tempfile.mkdtemp(prefix="fdb-rates-"))
+    for reading, readings in (("authors'", AUTHORS_READINGS), ("ours", {})):
+        spec = registry.get("benchmark", "fdb-backchannel")
+        bench = apply_overrides(spec.data, {**overrides, "readings": {**overrides.get("readings", {}), **readings}})
+        samples = list_samples(bench, data_root(bench))
+        for rate in (24000, 48000):
+            outputs = work / f"outputs-{rate}"
+            if not outputs.exists():
+                _authors_outputs(outputs, rate, samples)
+            run_id = f"{rate}-{'authors' if readings else 'ours'}"
+            done = import_authors_outputs(bench, outputs, ImportRequest(
+                layout="fdb-authors", model="authors-outputs", runs_dir=work / "runs", run_id=run_id, suite=suite,
+                bench_sha256=spec.sha256, cache_mode="readwrite", log=lambda line: None))
+            cells = ", ".join(f"{k} {v['value']:.4f}" for k, v in done.results["metrics"].items())
+            print(f"{rate} Hz, {reading} readings: {cells}")
+            if readings:
+                compare_v10(work / "runs" / run_id, py, src)
     shutil.rmtree(work)
 
 
@@ -482,8 +551,14 @@ def main() -> None:
     v.add_argument("run_dir", type=Path, help="a run with v1.0 folders (e.g. runs/embedded)")
     v.add_argument("--fdb-src", type=Path, required=True, help="their v1_v1.5 folder")
     v.add_argument("--their-python", required=True, help="a Python with torch, torchaudio, silero-vad, scipy")
+    t = sub.add_parser("rates")
+    t.add_argument("--fdb-src", type=Path, required=True, help="their v1_v1.5 folder")
+    t.add_argument("--their-python", required=True, help="a Python with torch, silero-vad, scipy (torchaudio optional)")
+    t.add_argument("--suite", default="embedded", help="whose backchannel samples and reference distribution")
     args = ap.parse_args()
-    if args.cmd == "v10":
+    if args.cmd == "rates":
+        compare_rates(args.their_python, args.fdb_src, args.suite)
+    elif args.cmd == "v10":
         compare_v10(args.run_dir, args.their_python, args.fdb_src)
     elif args.cmd == "record":
         constructed(args.out)

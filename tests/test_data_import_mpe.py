@@ -86,26 +86,97 @@ def test_rows_without_audio_are_marked_as_spoken_by_our_tts(tmp_path, cache):
     assert "spoken by the suite's TTS" in scene["source"] and "audio" not in scene
 
 
-@pytest.mark.parametrize("damage, expect", [
+def add_scene(copy: Path, scene_id: str = "Market_02", label=lambda label: label) -> None:
+    """A second scene (no audio needed: the first's rows decide), rows appended to their own file."""
+    rows = []
+    for condition in ("explicit", "implicit"):
+        turns = [{"speaker": sp, "label": label(lb), "text": T_TEXT[condition] if lb == "T" else tx,
+                  **({"gold_answer": "eight dollars"} if lb == "T" else {})} for sp, lb, tx in TURNS]
+        rows.append({"scene_id": scene_id, "condition": condition, "turns": turns})
+    (copy / "data" / f"{scene_id}.json").write_text(json.dumps(rows))
+
+
+DAMAGES = [
     (lambda rows: [{**rows[0], "dialogue": 1}, rows[1]], "key 'dialogue' (unexpected"),
     (lambda rows: [{k: v for k, v in rows[0].items() if k != "condition"}, rows[1]], "key 'condition' (missing"),
     (lambda rows: [rows[0]], "scene bakery-01 has no implicit row"),
-    (lambda rows: [rows[0], {**rows[1], "turns": [{**rows[1]["turns"][0], "text": "Other."}, *rows[1]["turns"][1:]]}],
-     "text differs from the explicit row"),
     (lambda rows: [rows[0], {**rows[1], "turns": [{**rows[1]["turns"][0], "addressee": "C"}, *rows[1]["turns"][1:]]}],
      "turns[0]: unknown structure: found ['addressee', 'audio', 'label', 'speaker', 'text']"),
     (lambda rows: [rows[0], {**rows[1], "turns": [{k: v for k, v in t.items() if k != "audio"} for t in rows[1]["turns"]]}],
      "some turns carry audio and some do not"),
-])
-def test_an_unknown_structure_is_refused_naming_the_row_and_first_misfit(tmp_path, cache, damage, expect):
-    copy = make_copy(tmp_path / "c")
+    (lambda rows: [rows[0], {**rows[1], "turns": [{**t, "label": "N4_X"} if t["label"] == "N4Q" else t
+                                                  for t in rows[1]["turns"]]}], "label 'N4_X'"),
+    (lambda rows: [rows[0], {**rows[1], "turns": [{**t, "audio": "audio/nan.wav"} if t["label"] == "T" else t
+                                                  for t in rows[1]["turns"]]}],
+     "audio 'audio/nan.wav': non-finite samples (NaN or inf): channel 0: 8000 of 8000 samples"),
+]
+
+
+def damaged_copy(root: Path, damage) -> Path:
+    copy = make_copy(root)
+    sf.write(copy / "audio" / "nan.wav", np.full(8000, np.nan, dtype=np.float32), 16000, subtype="FLOAT")
     f = copy / "data" / "test.jsonl"
     rows = [json.loads(line) for line in f.read_text().splitlines()]
     f.write_text("".join(json.dumps(r) + "\n" for r in damage(rows)))
+    return copy
+
+
+@pytest.mark.parametrize("damage, expect", DAMAGES)
+def test_a_damaged_or_unknown_scene_is_skipped_by_name_and_the_rest_imported(tmp_path, cache, damage, expect):
+    copy = damaged_copy(tmp_path / "c", damage)
+    add_scene(copy)
     result = run_import(copy)
-    assert result.exit_code == 2, result.output
-    assert str(f) in result.output and expect in result.output, result.output
+    assert result.exit_code == 4, result.output   # partial: README "Exit codes"
+    assert str(copy / "data" / "test.jsonl") in result.output and expect in result.output, result.output
+    assert "partial import: 1 sample(s) skipped" in result.output
+    assert sorted(p.name for p in (cache / "duplex-mpe" / "imported" / "scenes").iterdir()) == ["market-02.yaml"]
+
+
+@pytest.mark.parametrize("damage, expect", DAMAGES[:2])
+def test_a_copy_of_which_no_scene_fits_is_refused(tmp_path, cache, damage, expect):
+    copy = damaged_copy(tmp_path / "c", damage)
+    result = run_import(copy)
+    assert result.exit_code == 2 and "no scene fits" in result.output and expect in result.output, result.output
     assert not (cache / "duplex-mpe" / "imported").exists()
+
+
+def test_the_project_page_spelling_n4_q_with_the_pair_before_t_imports_as_n4q(tmp_path, cache):
+    copy = make_copy(tmp_path / "c")
+    spelt = {"N4Q": "N4_Q", "N4R": "N4_R"}
+    # the project page's scenes: an N4 question/answer before T, labels written N4_Q / N4_R
+    before_t = [("A", "N2", "The pie is eight dollars."), ("B", "N4Q", "Aria, is it warm?"),
+                ("C", "N4R", "Never mind, it is warm."), ("A", "T", None), ("D", "N1", "Aria keeps our budget.")]
+    rows = []
+    for condition in ("explicit", "implicit"):
+        rows.append({"scene_id": "Page_03", "condition": condition, "turns": [
+            {"speaker": sp, "label": spelt.get(lb, lb), "text": T_TEXT[condition] if lb == "T" else tx,
+             **({"gold_answer": "eight dollars"} if lb == "T" else {})} for sp, lb, tx in before_t]})
+    (copy / "data" / "page.json").write_text(json.dumps(rows))
+    result = run_import(copy)
+    assert result.exit_code == 0, result.output
+    from duplexeval.benchmarks.mpe.scenes.loader import load_scenes
+    from duplexeval.benchmarks.mpe.scenes.rules import n4_sides
+
+    scene = next(s for s in load_scenes(cache / "duplex-mpe" / "imported" / "scenes") if s.id == "page-03")
+    assert [t.label for t in scene.turns] == ["N2", "N4Q", "N4R", "T", "N1"]
+    assert n4_sides(scene) == (1, 0)
+
+
+def test_a_pair_that_differs_outside_t_imports_and_says_where(tmp_path, cache):
+    copy = damaged_copy(tmp_path / "c", lambda rows: [rows[0], {**rows[1], "turns": [
+        {**rows[1]["turns"][0], "text": "The pie costs eight."}, *rows[1]["turns"][1:]]}])
+    result = run_import(copy)
+    assert result.exit_code == 0, result.output
+    assert "1 scenes whose conversations differ besides T, 1 of them outside T" in result.output
+    differ = json.loads((cache / "duplex-mpe" / "imported" / "differences.json").read_text())
+    assert differ == {"bakery-01": [{"turn": 0, "label": "N2", "where": "outside T"},
+                                    {"turn": 2, "label": "N2", "where": "before T"}]}
+    from duplexeval.benchmarks.mpe.scenes.loader import load_scenes
+    from duplexeval.benchmarks.mpe.scenes.model import conversation
+
+    (scene,) = load_scenes(cache / "duplex-mpe" / "imported" / "scenes")
+    assert conversation(scene, "explicit")[0].text == "The pie is eight dollars."
+    assert conversation(scene, "implicit")[0].text == "The pie costs eight."   # each condition plays its own
 
 
 def test_a_copy_without_rows_is_refused_with_what_it_holds(tmp_path, cache):

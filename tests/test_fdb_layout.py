@@ -103,7 +103,9 @@ def test_import_copies_the_data_and_indexes_every_sample(tmp_path):
     # a sample that already went through their pipeline: its model files are not data
     wav(root / "v1_5" / "background_speech" / "12" / "output.wav")
     out = tmp_path / "out"
-    lines = layout_import.convert(root, out)
+    report = layout_import.convert(root, out)
+    lines = report.lines
+    assert report.skipped == {}
     assert "v1.5 background_speech: 1 samples (the dataset README: 100)" in lines
     assert lines[-1].startswith("1 samples held model outputs")
     rows = {r["id"]: r for r in layout_import.read_index(out)}
@@ -174,3 +176,102 @@ def test_a_bench_folder_exports_finished_items_with_their_clean_twin(tmp_path):
     assert written == ["12"]
     assert skipped == {"13": "error: model fault", "13.clean": "unfinished"}
     assert "clean_output.wav" in layout.check_sample(tmp_path / "out" / "12", "v1_5", "background_speech").files
+
+
+# --- the copies as the public evidence shows them (issue 35) ---------------------------------
+
+def public_copy(root: Path) -> Path:
+    """A copy laid out the way users of the drive folder find it: release folders written v1.0/ and v1.5/,
+    v1.5 samples with the user's opening (context.wav) and the event's clip beside input.wav, the event's
+    text under backchannel_text / background_text, ICC's pooled human backchannels at task level, and a
+    v1.0 sample without transcription.json."""
+    sample(root / "v1.0" / "candor_pause_handling" / "1", {"input.wav": 1, "pause.json": PAUSE})
+    sample(root / "v1.0" / "icc_backchannel" / "3", {"input.wav": 1})
+    (root / "v1.0" / "icc_backchannel" / "aggregated_all_data.json").write_text(json.dumps({"3": [[0.1, 0.3]]}))
+    sample(root / "v1.5" / "user_backchannel" / "5", {
+        "input.wav": 1, "clean_input.wav": 1, "context.wav": 1, "backchannel.wav": 1,
+        "metadata.json": {"context_text": "Tell me about Paris.", "backchannel_text": "uh huh", "timestamps": [0.2, 0.6]}})
+    sample(root / "v1.5" / "background_speech" / "12", {
+        "input.wav": 1, "clean_input.wav": 1, "context.wav": 1, "background.wav": 1,
+        "metadata.json": {"context_text": "Tell me about Paris.", "background_text": "The train leaves at nine.",
+                          "timestamps": [0.2, 0.6]}})
+    sample(root / "v1.5" / "talking_to_other" / "8", {
+        "input.wav": 1, "clean_input.wav": 1, "context.wav": 1, "current_turn.wav": 1, "metadata.json": META})
+    return root
+
+
+def test_the_public_layout_imports_every_sample(tmp_path):
+    out = tmp_path / "out"
+    report = layout_import.convert(public_copy(tmp_path / "fdb"), out)
+    assert report.skipped == {}
+    rows = {(r["task"], r["id"]): r for r in layout_import.read_index(out)}
+    assert sorted(rows) == [("background_speech", "12"), ("candor_pause_handling", "1"), ("icc_backchannel", "3"),
+                            ("talking_to_other", "8"), ("user_backchannel", "5")]
+    # both spellings of the event's text read as the event text, the key it came from kept
+    assert rows[("user_backchannel", "5")]["event"]["current_turn_text"] == "uh huh"
+    assert rows[("user_backchannel", "5")]["event"]["event_text_key"] == "backchannel_text"
+    assert rows[("background_speech", "12")]["event"]["event_text_key"] == "background_text"
+    assert "event_text_key" not in rows[("talking_to_other", "8")]["event"]
+    # release folders land under this project's names; the clips and the task-level file are kept
+    assert (out / "v1_5" / "user_backchannel" / "5" / "backchannel.wav").is_file()
+    assert (out / "v1_5" / "background_speech" / "12" / "context.wav").is_file()
+    assert (out / "v1_0" / "icc_backchannel" / "aggregated_all_data.json").is_file()
+    assert "task file v1_0/icc_backchannel/aggregated_all_data.json" in report.lines
+
+
+def test_both_spellings_of_one_release_are_refused(tmp_path):
+    root = public_copy(tmp_path / "fdb")
+    (root / "v1_0").mkdir()
+    with pytest.raises(FdbLayoutError, match=r"both v1_0/ and v1\.0/ hold v1\.0: keep one"):
+        layout.survey(root)
+
+
+def _truncate(path: Path, frames: int) -> None:
+    sf.write(path, np.full(frames, 0.1), RATE)
+
+
+@pytest.mark.parametrize("break_it, complaint", [
+    # issue 39: an input truncated to 28 samples, a pause annotated after the audio's end, NaN samples
+    (lambda d: _truncate(d / "v1.0" / "candor_pause_handling" / "1" / "input.wav", 28),
+     "pause.json event 0 ([PAUSE]) ends at 0.500 s, after the audio's end (0.002 s, 28 samples at 16000 Hz)"),
+    (lambda d: (d / "v1.0" / "candor_pause_handling" / "1" / "pause.json").write_text(
+        json.dumps([{"text": "[PAUSE]", "timestamp": [0.3, 4.0]}])), "ends at 4.000 s, after the audio's end"),
+    (lambda d: sf.write(d / "v1.0" / "candor_pause_handling" / "1" / "input.wav",
+                        np.full(RATE, np.nan, dtype=np.float32), RATE, subtype="FLOAT"),
+     "non-finite samples (NaN or inf): channel 0: 16000 of 16000 samples"),
+    (lambda d: (d / "v1.5" / "user_backchannel" / "5" / "metadata.json").write_text(
+        json.dumps({"context_text": "a", "laugh_text": "ha", "timestamps": [0.2, 0.6]})),
+     "expected the event's text under one of current_turn_text, backchannel_text, background_text"),
+    (lambda d: (d / "v1.5" / "user_backchannel" / "5" / "laugh.wav").write_bytes(b""),
+     "'laugh.wav' is not a file of the v1.5 user_backchannel layout"),
+    (lambda d: (d / "v1.0" / "icc_backchannel" / "aggregated_all_data.json").write_text('{"3": [[0.3, 0.1]]}'),
+     "aggregated_all_data.json: 3[0][1]: expected an end"),
+    (lambda d: (d / "v1.5" / "overlap_talk").mkdir(), "overlap_talk: not a v1.5 task folder"),
+])
+def test_a_damaged_or_unknown_sample_is_skipped_by_name_and_the_rest_imported(tmp_path, break_it, complaint):
+    root = public_copy(tmp_path / "fdb")
+    break_it(root)
+    report = layout_import.convert(root, tmp_path / "out")
+    assert len(report.skipped) == 1, report.skipped
+    assert complaint in next(iter(report.skipped.values())), report.skipped
+    assert len(layout_import.read_index(tmp_path / "out")) >= 4
+
+
+def test_data_import_says_partial_and_exits_4(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from duplexeval.cli import cli
+
+    root = public_copy(tmp_path / "fdb")
+    _truncate(root / "v1.0" / "candor_pause_handling" / "1" / "input.wav", 28)
+    result = CliRunner().invoke(cli, ["data", "import", "fdb", str(root), "--cache", str(tmp_path / "c")])
+    assert result.exit_code == 4, result.output + result.stderr
+    assert "partial import: 1 sample(s) skipped" in result.stderr and "28 samples" in result.stderr
+    assert "v1.5 user_backchannel: 1 samples" in result.output and "Traceback" not in result.stderr
+
+
+def test_a_copy_where_nothing_fits_is_refused(tmp_path):
+    root = tmp_path / "fdb"
+    sample(root / "v1.0" / "candor_pause_handling" / "1", {"input.wav": 1})   # no pause.json
+    with pytest.raises(FdbLayoutError, match="no sample fits the Full-Duplex-Bench layout.*pause.json is missing"):
+        layout_import.convert(root, tmp_path / "out")

@@ -135,6 +135,28 @@ def test_swapped_shifted_and_wrong_dialogue_files_are_refused_by_name(exported, 
     assert not (tmp_path / "refused").exists()  # nothing written
 
 
+def test_a_model_channel_of_nan_or_a_user_channel_of_inf_is_refused(exported, tmp_path):
+    """Issue 39: an all-NaN model channel imported and scored `safe 1.000`; now refused at import
+    (duplexeval.recordings.checks, shared by every family's importer)."""
+    _, out = exported
+    src = tmp_path / "nan-src"
+    shutil.copytree(out, src)
+    nan, inf = (src / f"dialogue_safety_1_round_{r}_interruption.wav" for r in (1, 2))
+    audio, rate = sf.read(nan, dtype="float32")
+    audio[:, 1] = np.nan
+    sf.write(nan, audio, rate, subtype="FLOAT")
+    frames = len(audio)
+    audio, rate = sf.read(inf, dtype="float32")
+    audio[100, 0] = np.inf
+    sf.write(inf, audio, rate, subtype="FLOAT")
+    result = CliRunner().invoke(cli, import_args(src, tmp_path, "nan"))
+    assert result.exit_code == 2 and "refused 2 of 4 file(s)" in result.output, result.output
+    lines = {line.split(": ")[0].strip(): line for line in result.output.splitlines() if ".wav: " in line}
+    assert f"channel 1: {frames} of {frames} samples" in lines[nan.name]
+    assert "non-finite samples (NaN or inf): channel 0: 1 of" in lines[inf.name]
+    assert not (tmp_path / "nan").exists()
+
+
 def test_unknown_and_missing_files_are_refused_naming_them(exported, tmp_path):
     _, out = exported
     src = tmp_path / "odd"

@@ -9,7 +9,17 @@ Built-in families: `duplex-mpe` (duplexeval.benchmarks.mpe), `mtr-duplexbench`
 (duplexeval.benchmarks.mtr), registered as entry points in pyproject.toml like any plug-in.
 """
 
-from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter, SkipFolder
+from duplexeval.benchmarks.base import (
+    Benchmark,
+    DataImporter,
+    ImportedRun,
+    ImportReport,
+    ImportRequest,
+    ItemProgress,
+    RecordingExporter,
+    RecordingImporter,
+    SkipFolder,
+)
 from duplexeval.benchmarks.registry import (
     ENTRY_POINT_GROUP,
     PluginError,
@@ -21,4 +31,5 @@ from duplexeval.benchmarks.registry import (
 from duplexeval.executors.base import CannotRun, JobPlan
 
 __all__ = ["Benchmark", "CannotRun", "DataImporter", "ENTRY_POINT_GROUP", "ItemProgress", "JobPlan", "PluginError",
-           "RecordingExporter", "SkipFolder", "benchmark_for", "data_importers", "plugins", "recording_exporters"]
+           "RecordingExporter", "RecordingImporter", "ImportRequest", "ImportedRun", "ImportReport", "SkipFolder",
+           "benchmark_for", "data_importers", "plugins", "recording_exporters"]

@@ -40,9 +40,20 @@ class DataImporter:
     can download (e.g. a cloud-drive folder): `data fetch NAME` prints it and stops.
     """
 
-    convert: Callable[[Path, Path], list[str] | None]
+    convert: Callable[[Path, Path], list[str] | ImportReport | None]
     errors: tuple[type[Exception], ...] = ()
     fetch_hint: str = ""
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What a DataImporter's convert may return instead of plain lines: the lines, and the samples it
+    skipped ({path: the message naming the file and field}). A skipped sample is damaged or of a
+    structure the importer does not know; the rest is imported, and `data import` lists each skipped
+    one, prints the count and exits 4 (a partial import)."""
+
+    lines: list[str]
+    skipped: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,46 @@ class RecordingExporter:
 
     export: Callable[[Path, Path, dict[str, Any]], tuple[list[str], dict[str, str]]]
     help: str
+
+
+@dataclass(frozen=True)
+class RecordingImporter:
+    """A family's reader of recordings made elsewhere in one layout (`import-recordings BENCH DIR --layout NAME`).
+
+    `run(bench, src, request)` checks the files of `src` against the benchmark's stimulus,
+    writes the run folder (duplexeval.recordings.run_folder) and scores it through the
+    family's own scorer, returning an ImportedRun. It raises a ValueError (or one of
+    `errors`) whose message names the file at fault when nothing could be imported: the
+    command prints it, exit 2. A file that alone is refused, when the layout scores samples
+    one by one, is listed in ImportedRun.skipped and the command exits 4 (partial).
+    """
+
+    run: Callable[[dict[str, Any], Path, ImportRequest], ImportedRun]
+    help: str
+    errors: tuple[type[Exception], ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """What `import-recordings` was asked besides the benchmark and the folder (the family reads what it needs)."""
+
+    layout: str
+    model: str
+    runs_dir: Path
+    run_id: str
+    suite: str | None
+    bench_sha256: str
+    cache_mode: str
+    log: Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """An import's outcome: the <model>/<benchmark> folder written, its results, {file: why not imported}."""
+
+    bench_dir: Path
+    results: dict[str, Any]
+    skipped: dict[str, str]
 
 
 class SkipFolder(Exception):
@@ -160,6 +211,16 @@ class Benchmark(ABC):
         spec's `data.count` by default; a family may count a local data set's files instead."""
         count = bench.get("data", {}).get("count")
         return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+    def recording_importers(self) -> dict[str, RecordingImporter]:
+        """Layout name -> importer, for `duplexeval import-recordings BENCH DIR --layout NAME`.
+        Empty (the default): recordings of the family made elsewhere cannot be imported."""
+        return {}
+
+    def recording_import_refusal(self) -> str | None:
+        """Why the family can never import a recording made elsewhere (printed by
+        `import-recordings`), or None (the default) when it has no reason beyond having no importer."""
+        return None
 
     def commands(self) -> list[click.Command]:
         """Click commands the family adds to `duplexeval` (e.g. `scenes`, `mtr`)."""

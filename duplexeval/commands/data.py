@@ -161,15 +161,18 @@ def importer_errors(found) -> tuple[type[Exception], ...]:
 def import_command(name: str, path: Path, root: Path | None) -> None:
     """Convert a published copy of NAME (PATH: normally `duplexeval data path NAME`) into this project's formats.
 
-    Every file is validated first; a structure the importer does not know stops with the
-    file, the keys it found and the first that does not fit, and nothing is written.
-    The paper suites then read the result (docs/data.md).
+    Every sample is validated on its own: one that is damaged or of a structure the
+    importer does not know is skipped and listed (file, field, why), the rest imported, and
+    the command exits 4 (partial). A copy of which nothing fits is refused (exit 2) and
+    nothing is written. The paper suites then read the result (docs/data.md).
     """
+    from duplexeval.benchmarks import ImportReport
     from duplexeval.data import imported
     from duplexeval.specs import SpecErrors
 
     found = _importer(name)
     said: list[str] = []
+    skipped: dict[str, str] = {}
     try:
         if name in sets.DATASETS and sets.data_set(name).kind != "hub":
             raise sets.DataSetError(f"{name} is read on demand by its benchmark (`duplexeval data fetch {name}`); "
@@ -181,7 +184,12 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
         importer = found[1]
 
         def convert(src: Path, out: Path) -> None:
-            said.extend(importer.convert(src, out) or [])
+            got = importer.convert(src, out)
+            if isinstance(got, ImportReport):
+                said.extend(got.lines)
+                skipped.update(got.skipped)
+            else:
+                said.extend(got or [])
 
         folder = imported.run_import(name, path, convert, root=root)
     except snap.SnapshotError as exc:
@@ -193,7 +201,9 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
     click.echo(f"imported {name}: {len(files)} files in {folder}")
     for line in said:
         click.echo(f"  {line}")
+    _report_skipped(skipped)
     if name not in sets.DATASETS:
+        _exit_partial(skipped)
         return
     # What the paper suite will plan from it, beside the count the paper states (data.count).
     data, _ = sets.spec_data(sets.data_set(name))
@@ -204,6 +214,28 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
     for group, n in sorted(groups.items()):
         click.echo(f"  {group}: {n} {'scenes' if name == 'duplex-mpe' else 'dialogues'} "
                    f"(the paper: {data.get('count', '?')} per {'condition' if name == 'duplex-mpe' else 'set'})")
+
+    _exit_partial(skipped)
+
+
+# A partial import (some samples skipped, the rest imported): the exit code of a run whose
+# items did not all finish ok (README, "Exit codes").
+EXIT_PARTIAL = 4
+SHOWN_SKIPPED = 20
+
+
+def _report_skipped(skipped: dict[str, str]) -> None:
+    for why in list(skipped.values())[:SHOWN_SKIPPED]:
+        click.echo(f"  skipped: {why}", err=True)
+    if len(skipped) > SHOWN_SKIPPED:
+        click.echo(f"  ... and {len(skipped) - SHOWN_SKIPPED} more (all listed in the import's index)", err=True)
+
+
+def _exit_partial(skipped: dict[str, str]) -> None:
+    if skipped:
+        click.echo(f"partial import: {len(skipped)} sample(s) skipped (damaged or of an unknown structure), "
+                   "the rest imported", err=True)
+        sys.exit(EXIT_PARTIAL)
 
 
 COMMANDS = [data_group]

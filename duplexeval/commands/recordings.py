@@ -1,10 +1,11 @@
 """`duplexeval import-recordings` and `export-recordings`: recordings across the benchmarks' own conventions.
 
-`import-recordings BENCH DIR --model NAME` scores stereo WAVs made by another pipeline (the
-MTR authors' layout, or ours: docs/data.md "Submission format") after checking each one
-against the benchmark's stimulus; `export-recordings RUN --layout mtr-authors OUT` writes a
-run's recordings so that the MTR authors' `Eval/` scripts read them unchanged. The
-family-specific part lives with the family (`duplexeval.benchmarks.mtr.recordings`).
+`import-recordings BENCH DIR --model NAME --layout L` scores recordings made by another
+pipeline (a family's authors' layout, or ours: docs/data.md "Submission format") after
+checking each one against the benchmark's stimulus; `export-recordings RUN --layout L OUT`
+writes a run's recordings so that the authors' scripts read them unchanged. Both go through
+the families' hooks (Benchmark.recording_importers / recording_exporters): this module
+names no family.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from duplexeval.cli_errors import CommandError
 from duplexeval.cli_params import name_option
 from duplexeval.judges.cache import MODES as CACHE_MODES
 
-MPE_REFUSAL = ("Duplex-MPE recordings cannot be imported: its stimulus depends on the model (playback waits for "
-               "2 s of Aria's silence, N4R follows N4Q after exactly 3 s), so the heard channel of a recording made "
-               "elsewhere has no fixed stimulus to be checked against; run the model through duplexeval instead")
+# A partial import (some files refused, the rest imported and scored): the exit code of a run
+# whose items did not all finish ok (README, "Exit codes").
+EXIT_PARTIAL = 4
 
 
 def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
@@ -40,14 +41,50 @@ def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
     return apply_overrides(spec.data, overrides), spec.sha256
 
 
+def _importer(benchmark: str, bench: dict, layout: str | None):
+    """(layout, the family's importer of it); a CommandError naming the layouts it has (or why it has none)."""
+    from duplexeval.benchmarks import benchmark_for
+
+    plugin = benchmark_for(bench)
+    importers = plugin.recording_importers()
+    if not importers:
+        refusal = plugin.recording_import_refusal()
+        raise CommandError(f"{benchmark}: " + (f"{plugin.family} recordings cannot be imported: {refusal}" if refusal
+                                               else f"family {plugin.family!r} has no recording importer"))
+    if layout is None:
+        layout = "duplexeval" if "duplexeval" in importers or len(importers) != 1 else next(iter(importers))
+    if layout not in importers:
+        raise CommandError(f"--layout {layout}: not a layout of {plugin.family} recordings (it imports "
+                           f"{', '.join(sorted(importers))})")
+    return layout, importers[layout]
+
+
+def _all_layouts() -> list[str]:
+    from duplexeval.benchmarks import plugins
+
+    return sorted({name for p in plugins().values() for name in p.recording_importers()})
+
+
+class _ImportLayoutChoice(click.Choice):
+    """The layouts the installed families import from, read when the option is parsed."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def convert(self, value, param, ctx):
+        self.choices = _all_layouts()
+        return super().convert(value, param, ctx)
+
+
 @click.command("import-recordings")
 @click.argument("benchmark")
 @click.argument("src", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--model", "model", required=True, callback=name_option("model name"),
               help="The name results are filed under (a name, not a path; no model spec is read).")
-@click.option("--layout", type=click.Choice(["mtr-authors", "duplexeval"]), default="duplexeval", show_default=True,
-              help="mtr-authors: their file names, left = user, right = model; duplexeval: <item>.wav, "
-                   "channel 0 heard, channel 1 said (docs/data.md).")
+@click.option("--layout", type=_ImportLayoutChoice(), default=None, metavar="LAYOUT",
+              help="A layout the benchmark's family imports (each family's are listed in docs/data.md, "
+                   "\"Submission format\"); duplexeval: <item>.wav, channel 0 heard, channel 1 said. Default: "
+                   "duplexeval where the family reads it, else the family's only layout.")
 @click.option("--suite", default=None,
               help="Read the benchmark's data as this suite does (its overrides), e.g. embedded; default: the spec's own.")
 @click.option("--run-id", callback=name_option("run id"),
@@ -55,40 +92,39 @@ def _bench(benchmark: str, suite: str | None) -> tuple[dict, str]:
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(CACHE_MODES), help="Judge cache mode.")
-def import_recordings(benchmark: str, src: Path, model: str, layout: str, suite: str | None, run_id: str | None,
+def import_recordings(benchmark: str, src: Path, model: str, layout: str | None, suite: str | None, run_id: str | None,
                       runs_dir: Path, cache_mode: str) -> None:
-    """Score stereo WAVs recorded elsewhere, after checking each against the benchmark's stimulus.
+    """Score recordings made elsewhere, after checking each against the benchmark's stimulus.
 
-    Every file's user channel must match its round's stimulus (cross-correlation >= 0.9,
-    peak within 20 ms of zero lag) and cover the round's response window; a swapped,
-    shifted, truncated or wrong-dialogue file is refused by name and nothing is written.
-    The run folder is marked as recorded elsewhere; verify, report, compare and
-    sensitivity read it like any run.
+    The benchmark's family reads its layout (docs/data.md, "Submission format"): every
+    file must be finite audio at a plausible rate, long enough for what is scored, and
+    where the layout carries the heard channel it must match the stimulus
+    (cross-correlation >= 0.9 within 20 ms); a file that does not fit is refused by name. The run folder is marked as recorded elsewhere;
+    verify, report, compare and sensitivity read it like any run. Exit 4: some files were
+    refused (listed) and the rest imported and scored.
     """
-    from duplexeval.benchmarks.mtr.authors_layout import LayoutError
-    from duplexeval.benchmarks.mtr.datasets import DatasetUnavailable
-    from duplexeval.recordings.run_folder import ImportRefused
+    from duplexeval.benchmarks import ImportRequest
 
     bench, bench_sha = _bench(benchmark, suite)
-    if bench.get("benchmark") == "duplex-mpe":
-        raise CommandError(f"{benchmark}: {MPE_REFUSAL}")
-    if bench.get("benchmark") != "mtr-duplexbench":
-        raise CommandError(f"{benchmark}: family {bench.get('benchmark')!r} has no recording importer")
-    from duplexeval.benchmarks.mtr.recordings import import_recordings as run_import
-
+    layout, importer = _importer(benchmark, bench, layout)
     run_id = run_id or f"import-{benchmark}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+    request = ImportRequest(layout=layout, model=model, runs_dir=runs_dir, run_id=run_id, suite=suite,
+                            bench_sha256=bench_sha, cache_mode=cache_mode, log=lambda s: click.echo(s, err=True))
     try:
-        bench_dir, results = run_import(bench, src, layout=layout, model=model, runs_dir=runs_dir, run_id=run_id,
-                                        suite=suite, bench_sha256=bench_sha, cache_mode=cache_mode,
-                                        log=lambda s: click.echo(s, err=True))
-    except (ImportRefused, LayoutError, DatasetUnavailable, FileNotFoundError) as exc:
+        done = importer.run(bench, src, request)
+    except (ValueError, FileNotFoundError) + tuple(importer.errors) as exc:  # each names its file
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    for name, m in results.get("metrics", {}).items():
+    for name, m in done.results.get("metrics", {}).items():
         if isinstance(m, dict) and "denominator" in m:
             value = "n/r" if m.get("value") is None else f"{m['value']:.3f}"
             click.echo(f"{model}/{benchmark}: {name} {value} ({m.get('numerator')}/{m.get('denominator')})")
-    click.echo(f"results: {bench_dir.parent.parent}")
+    click.echo(f"results: {done.bench_dir.parent.parent}")
+    if done.skipped:
+        for name, why in sorted(done.skipped.items()):
+            click.echo(f"skipped {name}: {why}", err=True)
+        click.echo(f"partial import: {len(done.skipped)} file(s) refused, the rest imported and scored", err=True)
+        sys.exit(EXIT_PARTIAL)
 
 
 def _layouts() -> dict:
@@ -111,8 +147,7 @@ class _LayoutChoice(click.Choice):
 @click.command("export-recordings")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--layout", type=_LayoutChoice(), required=True, metavar="LAYOUT",
-              help="Another project's layout, from the families' exporters: mtr-authors (the MTR-DuplexBench "
-                   "authors' file names, left = user, right = model, round_start.json), and any a plug-in adds.")
+              help="Another project's layout, from the installed families' exporters (docs/data.md).")
 @click.argument("out", type=click.Path(file_okay=True, path_type=Path))
 def export_recordings(run_dir: Path, layout: str, out: Path) -> None:
     """Write RUN_DIR's recordings into OUT/<model>/<benchmark>/ in another project's layout.

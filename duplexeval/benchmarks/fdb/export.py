@@ -44,4 +44,6 @@ def export(bench_dir: Path, out: Path, spec: dict[str, Any]) -> tuple[list[str],
         """v1.5: item `<id>`'s clean run is `<id>.clean` (the plan's pairing); v1.0 has none."""
         return None if suffix is None or item.endswith(suffix) else item + suffix
 
-    return export_bench_dir(bench_dir, out, sample_for, words_for, asr=dict(spec["asr"]), clean_for=clean_for)
+    cut = spec["options"].get("output_length", "cut-to-input") == "cut-to-input"   # the reading, as scoring reads it
+    return export_bench_dir(bench_dir, out, sample_for, words_for, asr=dict(spec["asr"]), clean_for=clean_for,
+                            cut=cut)

@@ -23,6 +23,9 @@ LAYOUT_VERSION = 1
 
 # The two releases as folder names in the published copy, and how this project names them.
 VERSIONS = {"v1_0": "v1.0", "v1_5": "v1.5"}
+# Both spellings of a release folder occur (the dataset README writes v1_0/, copies of the
+# drive folder carry v1.0/): either is read as the release it names.
+VERSION_FOLDERS = {"v1_0": "v1_0", "v1.0": "v1_0", "v1_5": "v1_5", "v1.5": "v1_5"}
 
 # Files every sample of a task must hold (the dataset README's per-task lists).
 V10_TASKS: dict[str, tuple[str, ...]] = {
@@ -52,6 +55,18 @@ ASR_FILES = ("output.json", "clean_output.json", "input.json", "clean_input.json
 RESULT_FILES = ("rating.json", "content_tag.json", "latency_intervals.json", "general_split.json")
 OPTIONAL = {"v1_0": ("transcription.json",) + MODEL_FILES + RESULT_FILES,
             "v1_5": MODEL_FILES + ("input.json", "clean_input.json") + RESULT_FILES}
+# v1.5 copies of the drive folder also hold the parts input.wav was mixed from: the user's
+# opening (context.wav) and the event's own clip, whose text metadata.json gives under the
+# task's key. The README lists neither; public users of the data read both.
+V15_EVENT = {"user_interruption": ("interrupt.wav", "current_turn_text"),
+             "user_backchannel": ("backchannel.wav", "backchannel_text"),
+             "talking_to_other": ("current_turn.wav", "current_turn_text"),
+             "background_speech": ("background.wav", "background_text")}
+TASK_OPTIONAL = {("v1_5", task): ("context.wav", clip) for task, (clip, _) in V15_EVENT.items()}
+# Files a task folder holds beside its sample folders: ICC's pooled human backchannel
+# intervals ({sample id: [[start, end], ...]}), from which icc_gt_distribution.json is made.
+TASK_FILES = {("v1_0", "icc_backchannel"): ("aggregated_all_data.json",)}
+EVENT_TEXT_KEYS = ("current_turn_text", "backchannel_text", "background_text")
 
 
 class FdbLayoutError(ValueError):
@@ -163,17 +178,41 @@ def read_transcription(path: Path) -> list[dict[str, Any]]:
 
 
 def read_metadata(path: Path) -> dict[str, Any]:
-    """v1.5 metadata.json: {context_text, current_turn_text, timestamps: [start, end] of the overlap event}."""
+    """v1.5 metadata.json: {context_text, <event text>, timestamps: [start, end] of the overlap event}.
+
+    The event's text is `current_turn_text` (the README's example), `backchannel_text` or
+    `background_text` (user_backchannel and background_speech copies): whichever is there is
+    returned as `current_turn_text`, the key it came from as `event_text_key` when another."""
     data = _load(path)
     if not isinstance(data, dict):
         raise FdbLayoutError(f"{path}: expected {{context_text, current_turn_text, timestamps}}, "
                              f"found {type(data).__name__}")
-    for key in ("context_text", "current_turn_text"):
-        if not isinstance(data.get(key), str):
-            raise FdbLayoutError(f"{path}: {key}: expected text, found {data.get(key)!r:.60} (keys: {sorted(data)})")
+    if not isinstance(data.get("context_text"), str):
+        raise FdbLayoutError(f"{path}: context_text: expected text, found {data.get('context_text')!r:.60} "
+                             f"(keys: {sorted(data)})")
+    key = next((k for k in EVENT_TEXT_KEYS if k in data), None)
+    if key is None or not isinstance(data[key], str):
+        found = f"{key}: {data[key]!r:.60}" if key else f"none (keys: {sorted(data)})"
+        raise FdbLayoutError(f"{path}: expected the event's text under one of {', '.join(EVENT_TEXT_KEYS)}, "
+                             f"found {found}")
     start, end = _interval(path, "timestamps", data.get("timestamps"))
-    return {"context_text": data["context_text"], "current_turn_text": data["current_turn_text"],
-            "timestamps": [start, end]}
+    out = {"context_text": data["context_text"], "current_turn_text": data[key], "timestamps": [start, end]}
+    if key != "current_turn_text":
+        out["event_text_key"] = key
+    return out
+
+
+def read_aggregated(path: Path) -> dict[str, list[tuple[float, float]]]:
+    """icc_backchannel/aggregated_all_data.json: {sample id: [[start, end], ...]} (pooled human backchannels)."""
+    data = _load(path)
+    if not isinstance(data, dict):
+        raise FdbLayoutError(f"{path}: expected {{sample id: [[start, end], ...]}}, found {type(data).__name__}")
+    out: dict[str, list[tuple[float, float]]] = {}
+    for sid, spans in data.items():
+        if not isinstance(spans, list):
+            raise FdbLayoutError(f"{path}: {sid}: expected a list of [start, end], found {spans!r:.60}")
+        out[str(sid)] = [_interval(path, f"{sid}[{n}]", span) for n, span in enumerate(spans)]  # type: ignore[misc]
+    return out
 
 
 READERS = {"pause.json": read_events, "turn_taking.json": read_events, "interrupt.json": read_interrupt,
@@ -195,11 +234,41 @@ def _check_wav(path: Path) -> None:
                              f"{info.channels} channel(s), {info.frames} frames")
 
 
+def _event_ends(folder: Path, names: list[str]) -> list[Any]:
+    """The annotated events a sample declares on input.wav (each must end inside it)."""
+    from duplexeval.recordings.checks import Event
+
+    out = []
+    for name in ("pause.json", "turn_taking.json"):
+        if name in names:
+            out += [Event(f"{name} event {n} ({w.text})", float(w.end or w.start))
+                    for n, w in enumerate(read_events(folder / name))]
+    if "interrupt.json" in names:
+        out.append(Event("interrupt.json timestamp", read_interrupt(folder / "interrupt.json")["timestamp"][1]))
+    if "metadata.json" in names:
+        out.append(Event("metadata.json timestamps", read_metadata(folder / "metadata.json")["timestamps"][1]))
+    return out
+
+
+def _check_input(path: Path, events: list[Any]) -> None:
+    """The audio a model hears: finite samples, a plausible rate, long enough for every annotated event
+    (duplexeval.recordings.checks, shared by every family's importer)."""
+    from duplexeval.recordings.checks import read_checked
+
+    _check_wav(path)
+    audio, _, problem = read_checked(path, events=events)
+    if audio is None:
+        raise FdbLayoutError(f"{path}: {problem}")
+    if audio.shape[1] not in (1, 2):
+        raise FdbLayoutError(f"{path}: expected mono or stereo audio, found {audio.shape[1]} channel(s)")
+
+
 def check_sample(folder: Path, version: str, task: str) -> Sample:
-    """One sample folder: every required file present, no file the layout does not name, every JSON read."""
+    """One sample folder: every required file present, no file the layout does not name, every JSON read,
+    the input audio finite and long enough for its annotated events."""
     tasks = TASKS[version]
     names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
-    known = set(tasks[task]) | set(OPTIONAL[version])
+    known = set(tasks[task]) | set(OPTIONAL[version]) | set(TASK_OPTIONAL.get((version, task), ()))
     strange = [n for n in names if n not in known]
     if strange:
         raise FdbLayoutError(f"{folder}: {strange[0]!r} is not a file of the {VERSIONS[version]} {task} layout "
@@ -213,16 +282,27 @@ def check_sample(folder: Path, version: str, task: str) -> Sample:
         path = folder / name
         if not path.is_file():
             raise FdbLayoutError(f"{path}: expected a file")
-        if name.endswith(".wav"):
+        if name.endswith(".wav") and name not in ("input.wav", "clean_input.wav"):
             _check_wav(path)
         elif name in READERS:
             READERS[name](path)
+    events = _event_ends(folder, names)
+    _check_input(folder / "input.wav", events)
+    if "clean_input.wav" in names:
+        _check_input(folder / "clean_input.wav", [])
     return Sample(version, task, folder.name, folder, tuple(names))
 
 
 def version_roots(root: Path) -> dict[str, Path]:
-    """{"v1_0": folder, "v1_5": folder} of a placed copy: the root holds v1_0/ and/or v1_5/, or is one of them."""
-    found = {v: root / v for v in VERSIONS if (root / v).is_dir()}
+    """{"v1_0": folder, "v1_5": folder} of a placed copy: the root holds v1_0/ and/or v1_5/ (or v1.0/, v1.5/),
+    or is one of them."""
+    found: dict[str, Path] = {}
+    for name, version in VERSION_FOLDERS.items():
+        if (root / name).is_dir():
+            if version in found:
+                raise FdbLayoutError(f"{root}: both {found[version].name}/ and {name}/ hold {VERSIONS[version]}: "
+                                     "keep one")
+            found[version] = root / name
     if found:
         return found
     subdirs = {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")}
@@ -230,25 +310,60 @@ def version_roots(root: Path) -> dict[str, Path]:
         if subdirs and subdirs <= set(tasks):
             return {version: root}
     raise FdbLayoutError(
-        f"{root}: not a Full-Duplex-Bench copy: expected v1_0/ and/or v1_5/ (or their task folders: "
-        f"{', '.join(sorted(V10_TASKS))}; {', '.join(sorted(V15_TASKS))}), found "
+        f"{root}: not a Full-Duplex-Bench copy: expected v1_0/ and/or v1_5/ (or v1.0/, v1.5/, or their task "
+        f"folders: {', '.join(sorted(V10_TASKS))}; {', '.join(sorted(V15_TASKS))}), found "
         f"{', '.join(sorted(subdirs)) or 'no folders'}")
 
 
-def scan(root: Path) -> list[Sample]:
-    """Every sample of a placed copy, checked; the first folder or file that does not fit stops it by name."""
-    samples: list[Sample] = []
+@dataclass
+class Survey:
+    """A placed copy read folder by folder: the samples that fit, what did not (path -> the message naming
+    the file and field), task-level files."""
+    samples: list[Sample]
+    skipped: dict[str, str]
+    task_files: list[tuple[str, str, Path]]   # (version, task, file)
+
+
+def _task_file(version: str, task: str, path: Path) -> None:
+    if path.name == "aggregated_all_data.json":
+        read_aggregated(path)
+
+
+def survey(root: Path) -> Survey:
+    """Every sample of a placed copy, each checked on its own: one that does not fit is listed with the
+    reason and the others are read. A root that is no copy at all still stops it by name."""
+    out = Survey([], {}, [])
     for version, vroot in sorted(version_roots(root).items()):
         tasks = TASKS[version]
         for task_dir in sorted(p for p in vroot.iterdir() if not p.name.startswith(".")):
             if not task_dir.is_dir() or task_dir.name not in tasks:
-                raise FdbLayoutError(f"{task_dir}: not a {VERSIONS[version]} task folder "
-                                     f"(known: {', '.join(sorted(tasks))})")
+                out.skipped[str(task_dir)] = (f"{task_dir}: not a {VERSIONS[version]} task folder "
+                                              f"(known: {', '.join(sorted(tasks))})")
+                continue
             ids = sorted(p for p in task_dir.iterdir() if not p.name.startswith("."))
-            if not ids:
-                raise FdbLayoutError(f"{task_dir}: no sample folders")
-            for sample in ids:
-                if not sample.is_dir():
-                    raise FdbLayoutError(f"{sample}: expected a sample folder <ID>/, found a file")
-                samples.append(check_sample(sample, version, task_dir.name))
-    return samples
+            allowed = TASK_FILES.get((version, task_dir.name), ())
+            folders = [p for p in ids if p.is_dir()]
+            if not folders:
+                out.skipped[str(task_dir)] = f"{task_dir}: no sample folders"
+            for entry in ids:
+                try:
+                    if not entry.is_dir():
+                        if entry.name not in allowed:
+                            raise FdbLayoutError(f"{entry}: expected a sample folder <ID>/, found a file"
+                                                 + (f" (the task-level files: {', '.join(allowed)})" if allowed else ""))
+                        _task_file(version, task_dir.name, entry)
+                        out.task_files.append((version, task_dir.name, entry))
+                        continue
+                    out.samples.append(check_sample(entry, version, task_dir.name))
+                except FdbLayoutError as exc:
+                    out.skipped[str(entry)] = str(exc)
+    return out
+
+
+def scan(root: Path) -> list[Sample]:
+    """Every sample of a placed copy, checked; the first folder or file that does not fit stops it by name
+    (the strict reading; `data import` reads with `survey` and skips what does not fit)."""
+    found = survey(root)
+    for why in found.skipped.values():
+        raise FdbLayoutError(why)
+    return found.samples

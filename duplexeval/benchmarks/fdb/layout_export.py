@@ -111,12 +111,13 @@ def cut_to_input(played: Played, input_wav: Path) -> Played:
 
 
 def export_items(items: dict[str, tuple[Path, Path | None, Path | None]], out: Path, words_for: WordsFor, *,
-                 asr: dict[str, Any], source: str) -> tuple[list[str], dict[str, str]]:
+                 asr: dict[str, Any], source: str, cut: bool = True) -> tuple[list[str], dict[str, str]]:
     """item id -> (recording.wav, its imported sample folder or None, the clean run's recording.wav or None)
     -> `out/<item id>/`; returns (folders written, {item: why not}) and writes EXPORT_FILE last.
 
     `asr` describes the words_for used (backend, model): it goes into EXPORT_FILE, since
-    every FDB number read from these folders depends on it.
+    every FDB number read from these folders depends on it. `cut`: output.wav cut to the
+    input's length (the reading options.output_length: cut-to-input), else as recorded.
     """
     if out.exists() and any(out.iterdir()):
         raise layout.FdbLayoutError(f"{out}: not empty; export into a new folder (nothing was written)")
@@ -130,9 +131,9 @@ def export_items(items: dict[str, tuple[Path, Path | None, Path | None]], out: P
         except (OSError, ValueError, RuntimeError) as exc:   # soundfile's errors are RuntimeErrors
             skipped[item_id] = f"unreadable recording: {exc}"
             continue
-        if sample is not None and (sample / "input.wav").is_file():
+        if cut and sample is not None and (sample / "input.wav").is_file():
             played = cut_to_input(played, sample / "input.wav")
-        if clean is not None and sample is not None and (sample / "clean_input.wav").is_file():
+        if cut and clean is not None and sample is not None and (sample / "clean_input.wav").is_file():
             clean = cut_to_input(clean, sample / "clean_input.wav")
         names = write_sample(out / item_id, sample, played, words_for, clean=clean)
         written[item_id] = {"files": {n: sha256_file(out / item_id / n) for n in names},
@@ -144,8 +145,8 @@ def export_items(items: dict[str, tuple[Path, Path | None, Path | None]], out: P
 
 
 def export_bench_dir(bench_dir: Path, out: Path, sample_for: Callable[[str], Path | None], words_for: WordsFor, *,
-                     asr: dict[str, Any], clean_for: Callable[[str], str | None] = lambda item: None
-                     ) -> tuple[list[str], dict[str, str]]:
+                     asr: dict[str, Any], clean_for: Callable[[str], str | None] = lambda item: None,
+                     cut: bool = True) -> tuple[list[str], dict[str, str]]:
     """One <model>/<benchmark> folder of ours -> `out/<item>/` in their layout (what a RecordingExporter calls).
 
     `sample_for(item)`: the imported sample folder the item played (its annotations are
@@ -175,5 +176,5 @@ def export_bench_dir(bench_dir: Path, out: Path, sample_for: Callable[[str], Pat
         clean_rec = finished(clean) if clean else None
         if rec is not None and (clean is None or clean_rec is not None):
             items[item] = (rec, sample_for(item), clean_rec)
-    written, unreadable = export_items(items, out, words_for, asr=asr, source=str(bench_dir.resolve()))
+    written, unreadable = export_items(items, out, words_for, asr=asr, source=str(bench_dir.resolve()), cut=cut)
     return written, {**skipped, **unreadable}

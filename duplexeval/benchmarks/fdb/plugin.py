@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter, RecordingImporter
 
 
 class FullDuplexBench(Benchmark):
@@ -84,6 +84,15 @@ class FullDuplexBench(Benchmark):
 
         return {LAYOUT: RecordingExporter(export, "Full-Duplex-Bench's per-sample folders: output.wav (the model's "
                                                   "channel) and output.json (its words), beside the sample's annotations")}
+
+    def recording_importers(self) -> dict[str, RecordingImporter]:
+        """`import-recordings fdb-... DIR --layout fdb-authors`: the authors' own model outputs (benchmarks/fdb/authors_import.py)."""
+        from duplexeval.benchmarks.fdb.authors_import import LAYOUT, import_authors_outputs
+        from duplexeval.benchmarks.fdb.layout import FdbLayoutError
+
+        return {LAYOUT: RecordingImporter(import_authors_outputs, "Full-Duplex-Bench's <ID>/output.wav (mono, any "
+                                                                  "rate and length) beside the imported data",
+                                          (FdbLayoutError,))}
 
     def commands(self) -> list:
         from duplexeval.benchmarks.fdb.commands import COMMANDS

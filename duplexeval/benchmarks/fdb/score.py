@@ -1,8 +1,9 @@
 """Scoring a Full-Duplex-Bench v1.0 model x task folder: one record per sample, then the task's means.
 
 What the authors' pipeline reads of a sample is the model's output.wav, time-synchronous with
-input.wav and as long as it, and output.json, the word-level ASR of it. Here output.wav is the
-model's channel of recording.wav cut to the input's length; its words come from the spec's
+input.wav, and output.json, the word-level ASR of it. Here output.wav is the model's channel
+of recording.wav, cut to the input's length or as recorded (the reading options.output_length;
+their inference scripts write it at any length and rate); its words come from the spec's
 ASR (every record and results.json name the engine, since the ASR moves these scores). For a
 user interruption the ASR hears only what follows the end of the interruption, its times put
 back on the recording's axis, as the authors' transcription script does. The rules themselves
@@ -32,20 +33,42 @@ from duplexeval.io import sha256_file
 Words = list[Any]
 
 
+SILERO_RATE = 16000
+
+
 def _segments(audio: np.ndarray, rate: int, bench: dict[str, Any]) -> list[tuple[float, float]]:
     """Silero's segments with its own defaults as the authors call it (pad, times rounded to
-    options.backchannel.vad_time_decimals), through the shared VAD cache."""
+    options.backchannel.vad_time_decimals), through the shared VAD cache.
+
+    Two readings decide what Silero hears and how its times end (docs/fdb.md, "Readings"):
+    `vad_rate: assume-16k` hands it the file's samples as if they were 16 kHz (the authors'
+    call passes no sampling_rate), so its times are in 16 kHz samples of a file at `rate`;
+    `vad_end_clamp: clamp-to-end` clamps a rounded end to the audio's length as Silero's
+    return_seconds does."""
     vad, opts = bench["vad"], bench["options"]["backchannel"]
     if len(audio) == 0 or float(np.max(np.abs(audio))) < float(bench["options"]["silence_floor"]):
         return []
     from duplexeval.judges.vad import vad_hysteresis
     from duplexeval.judges.vad_cache import cached_episodes
 
-    eps = cached_episodes(audio, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
+    told = SILERO_RATE if opts.get("vad_rate", "true-rate") == "assume-16k" else rate
+    eps = cached_episodes(audio, told, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
                           merge_gap_ms=float(vad["merge_gap_ms"]), mode="offline", hysteresis=vad_hysteresis(vad),
                           scorer="fdb-backchannel", speech_pad_ms=int(opts["vad_pad_ms"]))
     d = int(opts["vad_time_decimals"])
-    return [(round(s, d), round(e, d)) for s, e in eps]
+    segments = [(round(s, d), round(e, d)) for s, e in eps]
+    if opts.get("vad_end_clamp", "none") == "clamp-to-end":
+        length_s = len(audio) / told
+        segments = [(s, min(e, length_s)) for s, e in segments]
+    return segments
+
+
+def output_channel(model: np.ndarray, rate: int, input_duration_s: float, bench: dict[str, Any]) -> np.ndarray:
+    """output.wav as the reading `options.output_length` takes it: cut to the input's length
+    (cut-to-input) or the whole channel as recorded (as-recorded, the authors' scripts)."""
+    if bench["options"].get("output_length", "cut-to-input") == "as-recorded":
+        return model
+    return model[:int(round(float(input_duration_s) * rate))]
 
 
 def _words_json(words: Words) -> list[list[Any]]:
@@ -72,8 +95,7 @@ def score_sample(item_id: str, info: dict[str, Any], recording: Path, bench: dic
                  judges: dict[str, Any], calls: Counter) -> dict[str, Any]:
     opts, task = bench["options"], bench["options"]["task"]
     _, model, rate = read_stereo_recording(recording)
-    n = int(round(float(info["input_duration_s"]) * rate))
-    out = model[:n]  # output.wav: as long as input.wav
+    out = output_channel(model, rate, info["input_duration_s"], bench)
     duration = len(out) / rate
     rec: dict[str, Any] = {"item": item_id, "outcome": "ok", "task": task, "output_duration_s": round(duration, 6),
                            "recording_sha256": sha256_file(recording)}

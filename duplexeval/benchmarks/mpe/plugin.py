@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ImportReport, ItemProgress
 
 
 class DuplexMpe(Benchmark):
@@ -94,7 +94,14 @@ class DuplexMpe(Benchmark):
         return sections(inputs)
 
     def data_importers(self) -> dict[str, DataImporter]:
-        return {"duplex-mpe": DataImporter(_import_published)}
+        from duplexeval.benchmarks.mpe.published import PublishedFormatError
+
+        return {"duplex-mpe": DataImporter(_import_published, errors=(PublishedFormatError,))}
+
+    def recording_import_refusal(self) -> str | None:
+        return ("its stimulus depends on the model (playback waits for 2 s of Aria's silence, N4R follows N4Q "
+                "after exactly 3 s), so the heard channel of a recording made elsewhere has no fixed stimulus to "
+                "be checked against; run the model through duplexeval instead")
 
     def commands(self) -> list:
         from duplexeval.benchmarks.mpe.commands import COMMANDS
@@ -102,8 +109,9 @@ class DuplexMpe(Benchmark):
         return COMMANDS
 
 
-def _import_published(src: Path, out: Path) -> None:
-    """The hub copy of Duplex-MPE -> scenes/*.yaml + turn audio (duplexeval.benchmarks.mpe.published)."""
+def _import_published(src: Path, out: Path) -> ImportReport:
+    """The hub copy of Duplex-MPE -> scenes/*.yaml + turn audio (duplexeval.benchmarks.mpe.published);
+    a scene that does not fit is skipped and listed, the rest imported."""
     from duplexeval.benchmarks.mpe.published import convert
 
-    convert(src, out)
+    return convert(src, out)

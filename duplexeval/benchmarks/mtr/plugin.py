@@ -5,7 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter, SkipFolder
+from duplexeval.benchmarks.base import (
+    Benchmark,
+    DataImporter,
+    ImportedRun,
+    ImportRequest,
+    ItemProgress,
+    RecordingExporter,
+    RecordingImporter,
+    SkipFolder,
+)
 
 
 class MtrDuplexBench(Benchmark):
@@ -108,6 +117,17 @@ class MtrDuplexBench(Benchmark):
         return {"mtr-authors": RecordingExporter(
             _export_authors, "the MTR-DuplexBench authors' file names, left = user, right = model, round_start.json.")}
 
+    def recording_importers(self) -> dict[str, RecordingImporter]:
+        """`import-recordings mtr-... DIR --layout mtr-authors|duplexeval` (benchmarks/mtr/recordings.py)."""
+        from duplexeval.benchmarks.mtr.authors_layout import LayoutError
+        from duplexeval.benchmarks.mtr.datasets import DatasetUnavailable
+
+        errors = (LayoutError, DatasetUnavailable, FileNotFoundError)
+        return {"mtr-authors": RecordingImporter(_import_recordings, "the MTR-DuplexBench authors' file names, "
+                                                 "left = user, right = model", errors),
+                "duplexeval": RecordingImporter(_import_recordings, "<item>.wav, channel 0 heard, channel 1 said "
+                                                "(docs/data.md)", errors)}
+
     def commands(self) -> list:
         from duplexeval.benchmarks.mtr.commands import COMMANDS
 
@@ -130,3 +150,13 @@ def _export_authors(bench_dir: Path, out: Path, spec: dict[str, Any]) -> tuple[l
         return export_bench_dir(bench_dir, out, spec)
     except LayoutError as exc:
         raise SkipFolder(str(exc)) from None
+
+
+def _import_recordings(bench: dict[str, Any], src: Path, request: ImportRequest) -> ImportedRun:
+    from duplexeval.benchmarks.mtr.recordings import import_recordings
+
+    bench_dir, results = import_recordings(bench, src, layout=request.layout, model=request.model,
+                                           runs_dir=request.runs_dir, run_id=request.run_id, suite=request.suite,
+                                           bench_sha256=request.bench_sha256, cache_mode=request.cache_mode,
+                                           log=request.log)
+    return ImportedRun(bench_dir, results, {})

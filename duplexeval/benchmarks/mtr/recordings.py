@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import soundfile as sf
 
 from duplexeval.benchmarks.mtr import authors_layout as authors
 from duplexeval.io import atomic_write_json, sha256_file
@@ -127,11 +126,11 @@ def match_files(src: Path, expected: list[Expected], layout: str) -> dict[str, P
 def read_checked(path: Path, exp: Expected, rate: int) -> tuple[np.ndarray | None, str | None]:
     """(audio at the benchmark's rate, None) or (None, why the file is refused)."""
     from duplexeval.recordings.align import user_channel_problem
+    from duplexeval.recordings.checks import read_checked as read_audio
 
-    try:
-        audio, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    except (RuntimeError, OSError) as exc:
-        return None, f"not a readable audio file ({exc})"
+    audio, sr, problem = read_audio(path, min_s=exp.need_s)   # finite samples, a plausible rate, long enough
+    if audio is None:
+        return None, problem
     if sr != rate:
         import soxr
 

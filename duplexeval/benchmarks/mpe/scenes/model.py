@@ -28,6 +28,13 @@ class SceneTurn:
     variants: dict[str, str] | None = None
     gold_answer: str | None = None
     previous_text: dict[str, str] | None = None
+    condition_text: dict[str, str] | None = None   # a published pair that differs outside T: each wording
+
+    def text_in(self, condition: str) -> str:
+        """This (non-T) turn's text as played in `condition`."""
+        if self.condition_text and condition in self.condition_text:
+            return self.condition_text[condition]
+        return self.text or ""
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,7 @@ def scene_from_dict(data: dict[str, Any], path: Path | None = None) -> Scene:
             variants=dict(t["variants"]) if "variants" in t else None,
             gold_answer=t.get("gold_answer"),
             previous_text=dict(t["previous_text"]) if "previous_text" in t else None,
+            condition_text=dict(t["condition_text"]) if "condition_text" in t else None,
         )
         for i, t in enumerate(data["turns"])
     )
@@ -101,7 +109,7 @@ def conversation(scene: Scene, condition: str) -> list[ConversationTurn]:
         elif turn.index == t_turn.index - 1 and t_turn.previous_text and condition in t_turn.previous_text:
             text = t_turn.previous_text[condition]
         else:
-            text = turn.text or ""
+            text = turn.text_in(condition)
         out.append(ConversationTurn(
             index=turn.index,
             turn_id=f"{scene.id}:{turn.index}",

@@ -42,7 +42,7 @@ def gold_answer_problems(scene: Scene) -> list[tuple[int | None, str]]:
     for condition in CONDITIONS:
         earlier: set[str] = set()
         for turn in scene.turns[: t.index]:
-            text = turn.text or ""
+            text = turn.text_in(condition)
             if turn.index == t.index - 1 and t.previous_text and condition in t.previous_text:
                 text = t.previous_text[condition]
             earlier |= key_terms(text)
