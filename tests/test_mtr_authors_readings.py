@@ -371,3 +371,44 @@ def test_model_words_groups_each_vad_episodes_words_into_one_segment(tmp_path, m
     # the first word clamped from 2.3 into its episode at 2.5; the last word clamped to its episode's end, 6.2
     assert (segs[0].start, segs[0].end) == (2.5, pytest.approx(3.2)) and segs[1].end == pytest.approx(6.2)
     assert len(words) == 6
+
+
+# ---- the response window: from the anchor (ours) or from the user turn's start (paper) ---
+
+WINDOW_ROUND = Round(5, Span(10.0, 13.0, "the user's question"), None, "smooth")
+# One segment: two short words before the turn ends, two after; 0.75 s and 4 words in all.
+STRADDLING = [seg((12.5, 12.7), (12.8, 12.95), (13.1, 13.3), (13.4, 13.6), text="well so it opens")]
+
+
+@pytest.mark.parametrize("counting", ["per-segment-inside", "pooled-midpoint"])
+def test_reply_window_from_the_turn_start_counts_a_reply_begun_in_the_turn(counting):
+    p = {**AUTHORS, "speaking": {**AUTHORS["speaking"], "counting": counting}}
+    anchor = outcome(WINDOW_ROUND, STRADDLING, 20.0, {**p, "reply_window": "from-anchor"})
+    paper = outcome(WINDOW_ROUND, STRADDLING, 20.0, {**p, "reply_window": "from-turn-start"})
+    assert anchor["outcome"] == "no_response"       # 2 words / 0.4 s after 13.0: not speaking
+    assert paper["outcome"] == "success"            # 4 words from 10.0 on, and not speaking in the turn (2 words)
+    assert paper["latency_s"] == pytest.approx(0.1)  # still measured from the turn's end
+    segs = as_dicts(STRADDLING)
+    assert not ref_turn_taking(segs, (10.0, 13.0), 13.0, 20.0) and ref_turn_taking(segs, (10.0, 13.0), 10.0, 20.0)
+
+
+def test_reply_window_from_the_turn_start_still_ends_where_the_round_window_ends():
+    early = [seg((9.0, 9.2), (9.3, 9.5), (9.6, 9.8), (9.85, 9.95))]  # 4 words before the turn: outside both
+    for window in ("from-anchor", "from-turn-start"):
+        assert outcome(WINDOW_ROUND, early, 20.0, {**AUTHORS, "reply_window": window})["outcome"] == "no_response"
+    late = [seg((20.1, 20.5), (20.6, 21.0))]
+    assert outcome(WINDOW_ROUND, late, 20.0, {**AUTHORS, "reply_window": "from-turn-start"})["outcome"] == "no_response"
+
+
+# ---- single-feature background rounds: the authors' script records latency 0 -------------
+
+def test_single_feature_background_timing_is_0_under_the_authors_branch_only():
+    late_reply = [seg((2.5, 2.8), (2.9, 3.2)), reply(4.9, 6.7)]
+    measured = outcome(background_round(), late_reply, 9.0, {**AUTHORS, "single_background_timing": "measured"})
+    zero = outcome(background_round(), late_reply, 9.0, {**AUTHORS, "single_background_timing": "authors-zero"})
+    assert measured["latency_clamped_s"] == pytest.approx(0.5) and zero["latency_clamped_s"] == 0.0
+    assert measured["outcome"] == zero["outcome"] == "success"    # success is not the reading's business
+    combo = outcome(background_round(), late_reply, 9.0, {**AUTHORS, "single_background_timing": "authors-zero"},
+                    single=False)
+    assert combo["latency_clamped_s"] == pytest.approx(0.5)       # combinations go through eval_4_scenarios: measured
+    assert ref_latency(as_dicts(late_reply), 2.0) == pytest.approx(0.5)

@@ -33,7 +33,7 @@ import numpy as np
 
 from duplexeval.audio import read_stereo_recording
 from duplexeval.benchmarks.bench_folder import item_statuses, score_bench_folder
-from duplexeval.benchmarks.mtr.features import W, feature_outcome, in_window
+from duplexeval.benchmarks.mtr.features import W, authors_zero_timing, feature_outcome, in_window
 from duplexeval.benchmarks.mtr.format import Event, Round, Span
 from duplexeval.benchmarks.mtr.judged import (
     check_judges,
@@ -162,6 +162,8 @@ def score_round(item_id: str, info: dict[str, Any], recording: Path, bench: dict
         out = feature_outcome(rnd, words, win["end_s"], bench["metrics"], episodes, segments, single)
         # A spec written before the frequency existed (an old run's benchmark.json) has none.
         freq = backchannel_frequency(segments, bench["metrics"]) if "backchannel_frequency" in bench["metrics"] else None
+        if freq is not None and authors_zero_timing(rnd.feature, single, bench["metrics"]):
+            freq = {**freq, "value": 0.0, "count": 0, "seconds": 0.0, "measured": freq["value"]}
         return {**rec, "metric": "feature", **out, "segments": segments_json(segments), "backchannel_frequency": freq}
     role = {"mtr-quality": "quality", "mtr-instruction": "instruction", "mtr-safety": "safety"}[dim]
     judge = judges[judge_role(bench)]
