@@ -14,7 +14,8 @@ from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.reports.compare import OK, compare_run
 from duplexeval.reports.golden import load_golden
 from duplexeval.runfolder.run_dir import load_run
-from duplexeval.runs.statistics import log10_mcnemar_p, write_statistics
+from duplexeval.benchmarks.mpe.statistics import log10_mcnemar_p
+from duplexeval.runs.statistics import write_statistics
 from duplexeval.specs import repo_root
 from mpe_helpers import spec
 
