@@ -138,15 +138,16 @@ def _metric_values(folder: Path) -> dict[str, float | None]:
 def condition_shifts(by_key: dict[tuple[str, str], tuple[dict[str, Any], Path]],
                      mcnemar: list[dict[str, Any]]) -> dict[str, Any]:
     """Explicit minus implicit, per model and Table 3 score (a score not reported in both is skipped)."""
-    shifts = []
+    shifts: list[dict[str, Any]] = []
     for (model, _bench_id), (spec, folder) in sorted(by_key.items()):
         pair_id = spec["metrics"].get("statistics", {}).get("mcnemar", {}).get("pair_with")
         if spec.get("condition") != "explicit" or (model, pair_id) not in by_key:
             continue
         first, second = _metric_values(folder), _metric_values(by_key[(model, pair_id)][1])
         for metric in TABLE3_SCORES:
-            if first[metric] is not None and second[metric] is not None:
-                shifts.append({"model": model, "metric": metric, "shift": round(first[metric] - second[metric], 6)})
+            a, b = first[metric], second[metric]
+            if a is not None and b is not None:
+                shifts.append({"model": model, "metric": metric, "shift": round(a - b, 6)})
     largest = max(shifts, key=lambda e: (abs(e["shift"]), e["model"], e["metric"]), default=None)
     presence = [e["difference_points"] for e in mcnemar
                 if e["metric"] == "presence" and e["model"] != TEXT_REFERENCE and e["difference_points"] is not None]
