@@ -135,7 +135,7 @@ def test_the_item_view_draws_the_interruption_and_the_latency_window(run_dir):
     assert FullDuplexBench().report_item(run_dir / "oracle" / "fdb-user-interruption", "nosuch") is None
 
 
-def test_sensitivity_switches_the_three_readings(run_dir):
+def test_sensitivity_switches_the_four_readings(run_dir):
     from duplexeval.runs.sensitivity import sensitivity
 
     rows = sensitivity(run_dir)["rows"]
@@ -144,7 +144,11 @@ def test_sensitivity_switches_the_three_readings(run_dir):
     assert jsd["oracle"]["alt_value"] == pytest.approx(sum(x * x for x in per_sample) / len(per_sample))
     assert jsd["silent"]["delta"] == 0.0 and jsd["babbler"]["delta"] == 0.0   # no backchannel: 1 under either form
     assert {r["reading"] for r in rows} == {"options.backchannel.jsd", "options.backchannel.tor",
-                                            "options.latency_negative"}
+                                            "options.latency_negative", "judges.relevance"}
+    # The offline judge's run holds no paid verdicts: another judge is reported, never bought.
+    judged = [r for r in rows if r["reading"] == "judges.relevance" and r["alternative"] != "fdb-interruption-relevance-offline"]
+    assert judged and all(r.get("error", "").startswith("needs judge verdicts") for r in judged
+                          if r["model"] != "silent")
 
 
 def test_verify_finds_the_run_intact_and_export_lists_every_metric(run_dir):
