@@ -15,17 +15,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mpe_helpers import RATE, spec
 
 from duplexeval.audio import write_wav
 from duplexeval.benchmarks.mpe import score as mpe_score
 from duplexeval.benchmarks.mpe.results import aggregate, score_bench_dir
 from duplexeval.benchmarks.mpe.score import CallCounter, score_item
+from duplexeval.benchmarks.mpe.statistics import run_statistics
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.judges.asr import Transcript, Word
 from duplexeval.judges.llm import Judge
-from duplexeval.benchmarks.mpe.statistics import run_statistics
 from duplexeval.specs import load_spec, repo_root
-from mpe_helpers import RATE, spec
 
 Speech = tuple[float, float, list[tuple[str, float, float]]]  # episode start, end, words (text, start, end)
 
@@ -163,9 +163,8 @@ def test_wordless_speech_straddling_an_edge_fails_once_where_it_lies(tmp_path, m
 # -- denominators --------------------------------------------------------------------------
 
 def test_deleted_item_folders_of_planned_scenes_are_missing_units_not_absent_ones(tmp_path) -> None:
-    from duplexeval.benchmarks.mpe.scenes.loader import load_bench_scenes
     from duplexeval.benchmarks.mpe.plan_file import write_plan_file
-    from duplexeval.benchmarks.mpe.scenes.loader import EMBEDDED_SCENES
+    from duplexeval.benchmarks.mpe.scenes.loader import EMBEDDED_SCENES, load_bench_scenes
 
     bench = {**spec(), "data": {"source": "embedded", "path": str(EMBEDDED_SCENES)}}
     bench_dir = tmp_path / "silent" / "mpe-explicit"

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from mpe_helpers import RATE, spec
 
-from duplexeval.benchmarks.mtr.features import W, in_window
-from duplexeval.judges.asr import Transcript, Word
 from duplexeval.benchmarks.mpe import metrics as mpe
 from duplexeval.benchmarks.mpe.score import CallCounter, EpisodeTranscripts
+from duplexeval.benchmarks.mtr.features import W, in_window
+from duplexeval.judges.asr import Transcript, Word
 from duplexeval.scoring.words import merge_word_pieces
-from mpe_helpers import RATE, spec
 
 PARAMS = spec()["metrics"]
 
@@ -131,11 +131,12 @@ def words_over_clip(audio, rate, asr):
 
 
 def late_reply_records(tmp_path, attribute: str):
+    from mpe_helpers import AmplitudeVAD, ClipModel, fake_conversation, run_scheduler, write_item
+
     from duplexeval.benchmarks.mpe.results import aggregate
     from duplexeval.benchmarks.mpe.scenes.scheduler import MPEScheduler
     from duplexeval.benchmarks.mpe.score import score_item
     from duplexeval.tts import synthesize
-    from mpe_helpers import AmplitudeVAD, ClipModel, fake_conversation, run_scheduler, write_item
 
     bench = spec()
     bench["metrics"]["shush"]["attribute_t_response"] = attribute

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mpe_helpers import spec
+
+from duplexeval.benchmarks.mpe.statistics import log10_mcnemar_p
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.reports.compare import OK, compare_run
 from duplexeval.reports.golden import load_golden
 from duplexeval.runfolder.run_dir import load_run
-from duplexeval.benchmarks.mpe.statistics import log10_mcnemar_p
 from duplexeval.runs.statistics import write_statistics
 from duplexeval.specs import repo_root
-from mpe_helpers import spec
 
 N = 2000
 

@@ -56,15 +56,15 @@ class AuthorsRelevanceJudge(Judge):
 
     def _verdict(self, raw: str, key: str, *, from_cache: bool) -> Verdict:
         matches = list(self.prompt().pattern.finditer(raw + "\n"))
-        common = {"raw": raw, "cache_key": key, "judge_id": self.id, "label": self.label, "from_cache": from_cache}
         if not matches:
-            return Verdict(value=self.unparseable_counts_as, parsed_ok=False,
-                           reason="unparseable: the authors' pattern finds no rating", **common)
+            return Verdict(value=self.unparseable_counts_as, parsed_ok=False, raw=raw,
+                           reason="unparseable: the authors' pattern finds no rating", cache_key=key,
+                           judge_id=self.id, label=self.label, from_cache=from_cache)
         match = matches[-1]
         rating = int(match.group(self.pin.rating_group))
         analysis = match.group(1).strip() if self.pin.rating_group != 1 else ""
-        return Verdict(value=rating, parsed_ok=True, reason=analysis, data={"verdict": rating, "reason": analysis},
-                       **common)
+        return Verdict(value=rating, parsed_ok=True, raw=raw, reason=analysis, cache_key=key, judge_id=self.id,
+                       label=self.label, from_cache=from_cache, data={"verdict": rating, "reason": analysis})
 
     def decide(self, inputs: dict[str, Any], artifacts: dict[str, str] | None = None, *, sample: int = 0) -> Verdict:
         """Ask, and ask again while the rating does not parse, at most `max_asks` times."""

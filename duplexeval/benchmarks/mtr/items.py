@@ -144,7 +144,6 @@ def segmented_rounds(bench: dict[str, Any], dialogue: Dialogue, judge) -> list[R
     The ground-truth reply of a turn (what the oracle says) is the assistant's speech
     between the turn's end and the next turn's start.
     """
-    from duplexeval.benchmarks.mtr.format import Span
     from duplexeval.benchmarks.mtr.segmentation import segment_dialogue
 
     if judge is None:

@@ -47,13 +47,17 @@ def read_turn_file(path: Path) -> dict[str, list[tuple[float, float]]]:
         turns = []
         for k, turn in enumerate(entry[TURNS_KEY]):
             start, end = (turn.get("start"), turn.get("end")) if isinstance(turn, dict) else (None, None)
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (start, end)) or not start < end:
+            if not (_number(start) and _number(end) and float(start) < float(end)):  # type: ignore[arg-type]
                 raise PublishedTurnsError(f"{path}:{no}: {TURNS_KEY}[{k}] needs numeric start < end (got {turn!r})")
-            turns.append((float(start), float(end)))
+            turns.append((float(start), float(end)))  # type: ignore[arg-type]
         if entry["id"] in out:
             raise PublishedTurnsError(f"{path}:{no}: clip {entry['id']!r} is listed twice")
         out[entry["id"]] = turns
     return out
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def turn_file(bench: dict[str, Any]) -> Path:
