@@ -104,4 +104,5 @@ def test_the_command_prints_each_switch_with_its_moves_and_the_readings_it_canno
     assert result.exit_code == 0, result.output
     assert "metrics.speaking.counting = per-segment-inside -> pooled-midpoint" in result.output
     assert "stand-in: feature: spoke_during_turn -> already_speaking 1" in result.output
+    assert "no unit moves" in result.output   # a switch that moves no unit says so once
     assert "scheduler.after_t = " in result.output and "not re-scorable" in result.output

@@ -54,10 +54,13 @@ def sensitivity(run_dir: Path, switches: tuple[str, ...], show_all: bool, allow_
         err = f", {s['errors']} folder(s) not re-scorable (uncached judge calls)" if s["errors"] else ""
         click.echo(f"  {s['benchmark']:<24} {s['reading']} = {s['run_value']} -> {s['alternative']}: "
                    f"{s['moved']}/{s['metrics']} moved{largest}{err}  [{', '.join(s['models'])}]")
-        for model in s["models"]:
-            key = (s["benchmark"], s["reading"], str(s["run_value"]), str(s["alternative"]), model)
-            if key in moves:
-                click.echo(f"      {model}: {format_moves(moves[key])}")
+        moving = [(m, moves[k]) for m in s["models"]
+                  if (k := (s["benchmark"], s["reading"], str(s["run_value"]), str(s["alternative"]), m)) in moves
+                  and moves[k]]
+        for model, unit_moves in moving:
+            click.echo(f"      {model}: {format_moves(unit_moves)}")
+        if not moving and s["metrics"]:
+            click.echo("      no unit moves")
     for f in fixed:
         click.echo(f"  {f['benchmark']:<24} {f['reading']} = {f['run_value']} (not re-scorable: {f['why']}; "
                    f"other values: {', '.join(map(str, f['alternatives']))})  [{', '.join(f['models'])}]")
