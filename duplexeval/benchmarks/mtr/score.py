@@ -108,6 +108,8 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
     episodes = speech_episodes(part, rate, bench["vad"])
     if transcriber is None:
         from duplexeval.judges.asr import transcribe as transcriber  # noqa: N813
+    if bench.get("metrics", {}).get("segment_source", SEGMENT_SOURCES[0]) == "whole-channel-whisper":
+        return whole_channel_words(part, rate, start_s, episodes, bench, transcriber, calls)
     by_episode: list[list[W]] = []
     pad = float(bench["asr"].get("episode_pad_s", EPISODE_PAD_S))
     for s, e in episodes:
@@ -121,6 +123,34 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
             by_episode[-1].append(W(w.text.strip(), ws + start_s, we + start_s))
     words = [w for ws in by_episode for w in ws]
     return words, [(s + start_s, e + start_s) for s, e in episodes], segments_from(by_episode)
+
+
+SEGMENT_SOURCES = ("vad-episodes", "whole-channel-whisper")
+
+
+def whole_channel_words(part: np.ndarray, rate: int, start_s: float, episodes: list[tuple[float, float]],
+                        bench: dict[str, Any], transcriber: Transcriber,
+                        calls: Counter) -> tuple[list[W], list[tuple[float, float]], list[Segment]]:
+    """`segment_source: whole-channel-whisper` (the authors'): the model's part transcribed in
+    one piece, each of the decoder's own segments one segment (words merged within it).
+
+    The VAD still gates it (no episode: no speech, no ASR, as for the episodes) and still
+    gives the episodes the latency reads; only where segments begin and end changes. A
+    backend without segments (not a Whisper one), or a cached transcript written before
+    segments were kept, is refused by name rather than read as one segment."""
+    shifted = [(s + start_s, e + start_s) for s, e in episodes]
+    if not episodes:
+        return [], shifted, []
+    calls["asr"] += 1
+    t = transcriber(part, rate, bench["asr"])
+    ranges = getattr(t, "segments", None)
+    if ranges is None:
+        raise ValueError(f"metrics.segment_source whole-channel-whisper: the ASR ({getattr(t, 'backend', '?')}) gave no "
+                         "segments; use a Whisper backend (faster-whisper, whisper-timestamped), and clear ASR cache "
+                         "entries written before segments were kept")
+    by_segment = [[W(w.text.strip(), w.start + start_s, max(w.start, w.end) + start_s)
+                   for w in merge_word_pieces(list(t.words[lo:hi]), None)] for lo, hi in ranges]
+    return [w for ws in by_segment for w in ws], shifted, segments_from(by_segment)
 
 
 def speech_episodes(audio: np.ndarray, rate: int, vad: dict[str, Any]) -> list[tuple[float, float]]:
