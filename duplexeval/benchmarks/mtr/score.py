@@ -136,18 +136,24 @@ def whole_channel_words(part: np.ndarray, rate: int, start_s: float, episodes: l
 
     The VAD still gates it (no episode: no speech, no ASR, as for the episodes) and still
     gives the episodes the latency reads; only where segments begin and end changes. A
-    backend without segments (not a Whisper one), or a cached transcript written before
-    segments were kept, is refused by name rather than read as one segment."""
+    cached transcript written before segments were kept is transcribed again (and the
+    entry replaced); a backend without segments (not a Whisper one) is refused by name
+    rather than read as one segment."""
     shifted = [(s + start_s, e + start_s) for s, e in episodes]
     if not episodes:
         return [], shifted, []
     calls["asr"] += 1
     t = transcriber(part, rate, bench["asr"])
     ranges = getattr(t, "segments", None)
+    if ranges is None and getattr(t, "from_cache", False):
+        # A cache entry written before transcripts kept their segments: transcribe again, store it.
+        from duplexeval.judges.asr import transcribe
+
+        t = transcribe(part, rate, bench["asr"], refresh=True)
+        ranges = t.segments
     if ranges is None:
         raise ValueError(f"metrics.segment_source whole-channel-whisper: the ASR ({getattr(t, 'backend', '?')}) gave no "
-                         "segments; use a Whisper backend (faster-whisper, whisper-timestamped), and clear ASR cache "
-                         "entries written before segments were kept")
+                         "segments; use a Whisper backend (faster-whisper, whisper-timestamped)")
     by_segment = [[W(w.text.strip(), w.start + start_s, max(w.start, w.end) + start_s)
                    for w in merge_word_pieces(list(t.words[lo:hi]), None)] for lo, hi in ranges]
     return [w for ws in by_segment for w in ws], shifted, segments_from(by_segment)
