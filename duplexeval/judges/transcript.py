@@ -28,7 +28,7 @@ class Transcript:
     # The decoder's own segments as [first word, end word) index ranges into `words`, for a
     # backend that has them (the Whisper ones); None when it has none, or for a cached entry
     # written before they were kept. MTR's `segment_source: whole-channel-whisper` reads them.
-    segments: list[tuple[int, int]] | None = None
+    segments: list[tuple[int, int]] | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
