@@ -151,8 +151,8 @@ NO_UNIT = "(no unit)"
 def outcome_moves(base: dict[tuple[str, str, int], str], alt: dict[tuple[str, str, int], str]) -> list[dict[str, Any]]:
     """Units whose outcome an alternative changes: per record metric, from -> to with counts.
 
-    This is where a move into a category without a metric of its own shows (MTR's
-    `spoke_during_turn` -> `already_speaking` lowers one rate and raises none); a unit
+    This is where a move into a category without a metric of its own shows (a unit
+    moving from an outcome with a rate to one without lowers one rate, raises none); a unit
     only one side has moves from or to "(no unit)"."""
     moves: Counter[tuple[str, str, str]] = Counter()
     for key in sorted(set(base) | set(alt)):
