@@ -135,7 +135,7 @@ def test_the_item_view_draws_the_interruption_and_the_latency_window(run_dir):
     assert FullDuplexBench().report_item(run_dir / "oracle" / "fdb-user-interruption", "nosuch") is None
 
 
-def test_sensitivity_switches_the_six_readings(run_dir):
+def test_sensitivity_switches_the_seven_readings(run_dir):
     from duplexeval.runs.sensitivity import sensitivity
 
     rows = sensitivity(run_dir)["rows"]
@@ -145,9 +145,14 @@ def test_sensitivity_switches_the_six_readings(run_dir):
     assert jsd["silent"]["delta"] == 0.0 and jsd["babbler"]["delta"] == 0.0   # no backchannel: 1 under either form
     assert {r["reading"] for r in rows} == {"options.backchannel.jsd", "options.backchannel.tor",
                                             "options.latency_negative", "options.backchannel.vad_rate",
-                                            "options.backchannel.vad_end_clamp", "options.output_length"}
+                                            "options.backchannel.vad_end_clamp", "options.output_length",
+                                            "judges.relevance"}
     # our recordings are 16 kHz: Silero told nothing (their assume-16k) hears them as we do
     assert all(r["delta"] == 0.0 for r in rows if r["reading"] == "options.backchannel.vad_rate")
+    # The offline judge's run holds no paid verdicts: another judge is reported, never bought.
+    judged = [r for r in rows if r["reading"] == "judges.relevance" and r["alternative"] != "fdb-interruption-relevance-offline"]
+    assert judged and all(r.get("error", "").startswith("needs judge verdicts") for r in judged
+                          if r["model"] != "silent")
 
 
 def test_verify_finds_the_run_intact_and_export_lists_every_metric(run_dir):

@@ -21,10 +21,10 @@ from duplexeval.audio import write_wav
 from duplexeval.benchmarks.mpe import score as mpe_score
 from duplexeval.benchmarks.mpe.results import aggregate, score_bench_dir
 from duplexeval.benchmarks.mpe.score import CallCounter, score_item
+from duplexeval.benchmarks.mpe.statistics import run_statistics
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.judges.asr import Transcript, Word
 from duplexeval.judges.llm import Judge
-from duplexeval.runs.statistics import run_statistics
 from duplexeval.specs import load_spec, repo_root
 
 Speech = tuple[float, float, list[tuple[str, float, float]]]  # episode start, end, words (text, start, end)
@@ -224,3 +224,31 @@ def test_mcnemar_leaves_out_an_item_whose_t_errored(tmp_path) -> None:
     assert (entry["pairs"], entry["first_only"], entry["second_only"]) == (2, 1, 0)
     assert entry["excluded_errored"] == 1
     json.dumps(entry)
+
+
+def test_spearman_and_mcnemar_leave_an_errored_t_out_alike(tmp_path) -> None:
+    """Issue 36: one rule in both tests. An errored T neither responded nor failed to: it
+    leaves McNemar's pairs and Spearman's rates (results.json still counts it against Start)."""
+    mpe_folder(tmp_path, "mpe-explicit", "explicit", {"a": "fresh", "b": "fresh", "c": "error", "d": "miss"})
+    mpe_folder(tmp_path, "mpe-implicit", "implicit", {"a": "already_speaking", "b": "miss", "c": "miss", "d": "miss"})
+    stats = run_statistics(tmp_path)
+    explicit = next(e for e in stats["entries"] if e["benchmark"] == "mpe-explicit")
+    # Over the 3 T units that did not error: 2 fresh of 3, not 2 of 4 as with the error as a failure.
+    assert (explicit["presence"], explicit["start"], explicit["t_units"], explicit["excluded_errored"]) == \
+        (round(2 / 3, 6), round(2 / 3, 6), 3, 1)
+    implicit = next(e for e in stats["entries"] if e["benchmark"] == "mpe-implicit")
+    assert (implicit["presence"], implicit["start"], implicit["excluded_errored"]) == (0.25, 0.0, 0)
+    presence = next(e for e in stats["mcnemar"] if e["metric"] == "presence")
+    assert (presence["pairs"], presence["excluded_errored"]) == (3, 1)
+
+
+def test_statistics_json_holds_what_the_families_compute_and_names_none(tmp_path) -> None:
+    from duplexeval.runs import statistics as core
+
+    assert core.run_statistics(tmp_path) == {"schema": "duplexeval.statistics/1"}   # no family has a folder here
+    mpe_folder(tmp_path, "mpe-explicit", "explicit", {"a": "fresh"})
+    written = core.write_statistics(tmp_path)
+    assert set(written) == {"schema", "mcnemar", "spearman", "entries", "conditions"}
+    assert json.loads((tmp_path / "statistics.json").read_text()) == written
+    source = (repo_root() / "duplexeval/runs/statistics.py").read_text().lower()
+    assert not any(word in source for word in ("mpe", "mcnemar", "spearman", "mtr"))

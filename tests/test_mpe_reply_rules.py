@@ -166,3 +166,25 @@ def test_shush_attribute_t_response_does_not_count_a_start_passing_reply_against
     first_window = next(r for r in records if r["metric"] == "shush")
     assert first_window["passed"] is True and first_window["outcome"] == "silent"
     assert results["metrics"]["shush"]["failed_by_t_reply"] == 0
+
+
+# -- issue 36: an already-speaking reply, judged after T or whole --------------------------
+
+def test_an_already_speaking_reply_is_judged_on_its_words_after_t_or_whole() -> None:
+    # T ends 10.0; one episode 9.0-12.0: "the taco place" before T's end, "nine dollars" after.
+    tr = Transcript(" the taco place nine dollars", [Word("the", 0.0, 0.3), Word("taco", 0.3, 0.6),
+                    Word("place", 0.6, 0.95), Word("nine", 1.1, 1.5), Word("dollars", 1.5, 2.0)], "fake", "fake")
+    asr = EpisodeTranscripts(np.zeros(13 * RATE, np.float32), RATE, {}, FixedASR(tr), CallCounter())
+    episodes = [(9.0, 12.0)]
+    already = mpe.start_outcome(10.0, episodes, PARAMS)
+    assert already.outcome == "already_speaking"
+    texts = {}
+    for reading in ("words-after-t", "whole-reply"):
+        params = {**PARAMS, "answer": {**PARAMS["answer"], "already_speaking": reading}}
+        texts[reading] = asr.text_in(episodes, mpe.answer_from(10.0, already, params), float("inf"))
+    assert texts == {"words-after-t": "nine dollars", "whole-reply": "the taco place nine dollars"}
+    # A fresh reply has nothing before T's end under either reading.
+    fresh = mpe.start_outcome(10.0, [(10.5, 12.0)], PARAMS)
+    assert mpe.answer_from(10.0, fresh, PARAMS) == float("-inf")
+    with pytest.raises(ValueError, match="answer.already_speaking"):
+        mpe.answer_from(10.0, already, {**PARAMS, "answer": {"already_speaking": "half"}})

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from mpe_helpers import spec
 
+from duplexeval.benchmarks.mpe.statistics import log10_mcnemar_p
 from duplexeval.io import atomic_write_json, atomic_write_jsonl
 from duplexeval.reports.compare import OK, compare_run
 from duplexeval.reports.golden import load_golden
 from duplexeval.runfolder.run_dir import load_run
-from duplexeval.runs.statistics import log10_mcnemar_p, write_statistics
+from duplexeval.runs.statistics import write_statistics
 from duplexeval.specs import repo_root
 
 N = 2000

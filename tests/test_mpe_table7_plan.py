@@ -115,3 +115,65 @@ def test_a_scene_ignoring_its_quota_is_rejected() -> None:
     assert generate_scene(OneTurnShort(), ATTRS, 0, speakers=SPEAKERS, preamble=PREAMBLE, plan=plan, attempts=1,
                           report=report) is None
     assert "the plan asks for" in report.rejected[0]
+
+
+# ---- issue 36: the quotas hold across resumed and partial generation ---------------------
+
+def small_plan() -> ScenePlan:
+    """Table 7's shape scaled to 8 scenes: two with no N4, two before T, two after, two with both."""
+    data = load_spec(WRITER_SPEC, "judge").data
+    block = {**data["scene_plan"], "totals": {"scenes": 8, "turns": 104, "n4_pairs": 10, "n4_after_t_scenes": 4,
+                                              "two_pair_scenes": 2, "turn_spread": [0]}}
+    return ScenePlan.from_spec({**data, "scene_plan": block})
+
+
+def folder_counts(out: Path) -> dict:
+    from duplexeval.benchmarks.mpe.scenes.loader import load_scenes
+
+    scenes = load_scenes(out)
+    labels = Counter(t.label for s in scenes for t in s.turns)
+    return {"scenes": len(scenes), "turns": sum(labels.values()), "n4": labels["N4Q"],
+            "after": n4_placement_counts(scenes)["scenes_with_n4_after_t"]}
+
+
+class FailsOnce(PromptFollowingWriter):
+    """Sample 0 of the listed indices is unusable (a stand-in for an LLM's bad answer)."""
+
+    def __init__(self, bad):
+        self.bad = set(bad)
+
+    def decide(self, inputs, artifacts=None, *, sample=0):
+        if sample == 0 and inputs["scene_index"] in self.bad:
+            return Verdict(value=None, parsed_ok=False, raw="", reason="stand-in: no JSON", cache_key="x",
+                           judge_id=self.id, label="stand-in")
+        return super().decide(inputs, sample=sample)
+
+
+def test_a_resumed_call_keeps_written_scenes_and_fills_the_failed_indices(tmp_path) -> None:
+    from duplexeval.benchmarks.mpe.scenes.generate import generate_scenes
+
+    plan, attrs = small_plan(), [{**ATTRS, "activity": f"baking {k}"} for k in range(8)]
+    first = generate_scenes(FailsOnce({3, 6}), attrs, tmp_path, speakers=SPEAKERS, preamble=PREAMBLE, plan=plan,
+                            attempts=1)
+    assert len(first.written) == 6 and first.missing == [3, 6] and first.totals_met is False
+    second = generate_scenes(FailsOnce({3, 6}), attrs, tmp_path, speakers=SPEAKERS, preamble=PREAMBLE, plan=plan,
+                             attempts=2)
+    assert len(second.kept) == 6 and len(second.written) == 2 and second.missing == [] and second.totals_met
+    assert folder_counts(tmp_path) == {"scenes": 8, "turns": 104, "n4": 10, "after": 4}
+
+
+def test_chunks_written_by_separate_calls_add_up_to_the_totals(tmp_path) -> None:
+    from duplexeval.benchmarks.mpe.scenes.generate import generate_scenes
+
+    plan, attrs = small_plan(), [{**ATTRS, "activity": f"baking {k}"} for k in range(8)]
+    writer = PromptFollowingWriter()
+    a = generate_scenes(writer, attrs[:3], tmp_path, speakers=SPEAKERS, preamble=PREAMBLE, plan=plan, attempts=1)
+    assert a.missing == [3, 4, 5, 6, 7]
+    b = generate_scenes(writer, attrs[3:], tmp_path, speakers=SPEAKERS, preamble=PREAMBLE, plan=plan, attempts=1,
+                        first_index=3)
+    assert b.totals_met and folder_counts(tmp_path) == {"scenes": 8, "turns": 104, "n4": 10, "after": 4}
+    # The second chunk without its first index would be held to scenes 0-4's quotas: refused, nothing overwritten.
+    before = sorted(p.read_bytes() for p in tmp_path.glob("*.yaml"))
+    with pytest.raises(ValueError, match="other attributes"):
+        generate_scenes(writer, attrs[3:], tmp_path, speakers=SPEAKERS, preamble=PREAMBLE, plan=plan, attempts=1)
+    assert sorted(p.read_bytes() for p in tmp_path.glob("*.yaml")) == before

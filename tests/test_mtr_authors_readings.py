@@ -371,3 +371,95 @@ def test_model_words_groups_each_vad_episodes_words_into_one_segment(tmp_path, m
     # the first word clamped from 2.3 into its episode at 2.5; the last word clamped to its episode's end, 6.2
     assert (segs[0].start, segs[0].end) == (2.5, pytest.approx(3.2)) and segs[1].end == pytest.approx(6.2)
     assert len(words) == 6
+
+
+# ---- the response window: from the anchor (ours) or from the user turn's start (paper) ---
+
+WINDOW_ROUND = Round(5, Span(10.0, 13.0, "the user's question"), None, "smooth")
+# One segment: two short words before the turn ends, two after; 0.75 s and 4 words in all.
+STRADDLING = [seg((12.5, 12.7), (12.8, 12.95), (13.1, 13.3), (13.4, 13.6), text="well so it opens")]
+
+
+@pytest.mark.parametrize("counting", ["per-segment-inside", "pooled-midpoint"])
+def test_reply_window_from_the_turn_start_counts_a_reply_begun_in_the_turn(counting):
+    p = {**AUTHORS, "speaking": {**AUTHORS["speaking"], "counting": counting}}
+    anchor = outcome(WINDOW_ROUND, STRADDLING, 20.0, {**p, "reply_window": "from-anchor"})
+    paper = outcome(WINDOW_ROUND, STRADDLING, 20.0, {**p, "reply_window": "from-turn-start"})
+    assert anchor["outcome"] == "no_response"       # 2 words / 0.4 s after 13.0: not speaking
+    assert paper["outcome"] == "success"            # 4 words from 10.0 on, and not speaking in the turn (2 words)
+    assert paper["latency_s"] == pytest.approx(0.1)  # still measured from the turn's end
+    segs = as_dicts(STRADDLING)
+    assert not ref_turn_taking(segs, (10.0, 13.0), 13.0, 20.0) and ref_turn_taking(segs, (10.0, 13.0), 10.0, 20.0)
+
+
+def test_reply_window_from_the_turn_start_still_ends_where_the_round_window_ends():
+    early = [seg((9.0, 9.2), (9.3, 9.5), (9.6, 9.8), (9.85, 9.95))]  # 4 words before the turn: outside both
+    for window in ("from-anchor", "from-turn-start"):
+        assert outcome(WINDOW_ROUND, early, 20.0, {**AUTHORS, "reply_window": window})["outcome"] == "no_response"
+    late = [seg((20.1, 20.5), (20.6, 21.0))]
+    assert outcome(WINDOW_ROUND, late, 20.0, {**AUTHORS, "reply_window": "from-turn-start"})["outcome"] == "no_response"
+
+
+# ---- single-feature background rounds: the authors' script records latency 0 -------------
+
+def test_single_feature_background_timing_is_0_under_the_authors_branch_only():
+    late_reply = [seg((2.5, 2.8), (2.9, 3.2)), reply(4.9, 6.7)]
+    measured = outcome(background_round(), late_reply, 9.0, {**AUTHORS, "single_background_timing": "measured"})
+    zero = outcome(background_round(), late_reply, 9.0, {**AUTHORS, "single_background_timing": "authors-zero"})
+    assert measured["latency_clamped_s"] == pytest.approx(0.5) and zero["latency_clamped_s"] == 0.0
+    assert measured["outcome"] == zero["outcome"] == "success"    # success is not the reading's business
+    combo = outcome(background_round(), late_reply, 9.0, {**AUTHORS, "single_background_timing": "authors-zero"},
+                    single=False)
+    assert combo["latency_clamped_s"] == pytest.approx(0.5)       # combinations go through eval_4_scenarios: measured
+    assert ref_latency(as_dicts(late_reply), 2.0) == pytest.approx(0.5)
+
+
+# ---- segments: VAD episodes (ours) or Whisper's own segments of the whole part (authors) ---
+
+def test_segment_source_on_the_same_recording_changes_what_one_segment_holds(tmp_path, monkeypatch):
+    """One VAD episode 2.5-4.5 s in which Whisper writes two segments of three words ("sure I
+    can" | "it opens now"). Episodes: one segment of 6 words, the reply speaks; Whisper's
+    segments: 3 + 3 words, neither speaks alone (> 3 words or >= 1 s), so no_response.
+    Stand-ins: the VAD's episode and the ASR's answer (the real ones run in the e2e tests)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from duplexeval.audio import write_wav
+    from duplexeval.benchmarks.mtr import score
+
+    rate = 16000
+    audio = np.zeros((8 * rate, 2), dtype=np.float32)
+    audio[:, 1] = 0.1
+    path = tmp_path / "recording.wav"
+    write_wav(path, audio, rate)
+    monkeypatch.setattr(score, "speech_episodes", lambda part, r, vad: [(0.5, 2.5)])  # stand-in VAD (part time)
+    spans = [(2.5, 2.7), (2.7, 2.9), (2.9, 3.1), (3.4, 3.6), (3.6, 3.8), (3.8, 4.0)]     # recording time
+    texts = ["sure", "I", "can", "it", "opens", "now"]
+    calls = []
+
+    def stand_in_asr(clip, r, asr):
+        whole = len(clip) == 6 * r                         # the whole part starts at 2.0; an episode clip at 2.3
+        origin = 2.0 if whole else 2.3
+        calls.append("whole" if whole else "episode")
+        words = [SimpleNamespace(text=" " + t, start=a - origin, end=b - origin) for t, (a, b) in zip(texts, spans)]
+        return SimpleNamespace(words=words, text=" sure I can it opens now", backend="stand-in",
+                               segments=[(0, 3), (3, 6)])
+
+    rnd = Round(1, Span(1.0, 2.4, "when does it open"), None, "smooth")
+    out = {}
+    for source in ("vad-episodes", "whole-channel-whisper"):
+        bench = {"vad": {}, "asr": {"episode_pad_s": 0.2}, "metrics": {**AUTHORS, "segment_source": source}}
+        words, episodes, segs = score.model_words(path, 2.0, 8.0, bench, stand_in_asr, Counter())
+        assert episodes == [(2.5, 4.5)] and [w.text for w in words] == texts
+        out[source] = ([len(g.words) for g in segs], feature_outcome(rnd, words, 8.0, bench["metrics"], episodes, segs)["outcome"])
+    assert calls == ["episode", "whole"]
+    assert out == {"vad-episodes": ([6], "success"), "whole-channel-whisper": ([3, 3], "no_response")}
+    assert not ref_talks([{"t": (2.5, 3.1), "w": [(a, b, t) for t, (a, b) in zip(texts[:3], spans[:3])]}], 2.4, 8.0)
+
+    def no_segments(clip, r, asr):
+        return SimpleNamespace(words=[], text="", backend="pocketsphinx", segments=None)
+
+    bench = {"vad": {}, "asr": {}, "metrics": {**AUTHORS, "segment_source": "whole-channel-whisper"}}
+    with pytest.raises(ValueError, match="gave no segments"):
+        score.model_words(path, 2.0, 8.0, bench, no_segments, Counter())

@@ -155,3 +155,16 @@ def test_the_paper_suites_name_their_readings():
     for suite_id in ("paper-mpe", "paper-mtr"):
         chosen = registry.get("suite", suite_id).data["overrides"]["readings"]
         assert len(chosen) >= 4, suite_id
+
+
+@pytest.mark.parametrize("suite_id", ["paper-mpe", "paper-mtr"])
+def test_a_paper_suite_names_every_reading_of_its_benchmarks(suite_id):
+    """Issue 36: the paper suites name the published value of every reading, so a default
+    that changes can never change what a paper suite reproduces."""
+    registry = default_registry()
+    suite = registry.get("suite", suite_id).data
+    named = set(suite["overrides"].get("readings", {}))
+    named |= {f"scheduler.{k}" for k in suite["overrides"].get("scheduler", {})}   # MPE's scheduler block
+    benches = {b for run in suite["runs"] for b in run["benchmarks"]}
+    found = {f for b in benches for f in benchmark_readings(registry.get("benchmark", b).data)}
+    assert found - named == set(), (suite_id, sorted(found - named))

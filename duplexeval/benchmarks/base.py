@@ -158,6 +158,12 @@ class Benchmark(ABC):
         """Outputs of the run that belong to the benchmark, not to one model (e.g. Duplex-MPE's
         text-only reference). `jobs` are this family's jobs of the run, planned or not."""
 
+    def statistics(self, run_dir: Path) -> dict[str, Any] | None:
+        """The family's statistics across the run's jobs (e.g. McNemar between conditions), as
+        top-level keys of the run's statistics.json (duplexeval.runs.statistics), computed from
+        the run's folders after every run; None (the default): the family has none."""
+        return None
+
     def report_sections(self, inputs: SectionInputs) -> list[ReportSection] | None:
         """The family's part of the report (duplexeval/reports/sections.py): its tables, charts,
         statistics and its papers' tables as published. None (the default): the report shows

@@ -21,13 +21,15 @@ def sensitivity(run_dir: Path, switches: tuple[str, ...], show_all: bool, allow_
     """Re-score RUN_DIR under each alternative reading and print what moves.
 
     Per model x benchmark x metric: the value under the run's readings, under the
-    alternative, and the difference. Works from the recordings and caches only (judge
+    alternative, and the difference; per switch and model, the units whose outcome moves
+    (from -> to, with counts). Readings that change what the model hears are listed as not
+    re-scorable. Works from the recordings and caches only (judge
     cache in replay mode: no model runs, no judge call is paid for). Writes
     RUN_DIR/sensitivity.json, which `duplexeval report` shows. The run is verified
     first: a damaged run is refused (exit 2) unless --allow-damaged.
     """
     from duplexeval.reports.sensitivity import moved, switch_summary
-    from duplexeval.runs.sensitivity import Switch, sensitivity as run_sensitivity
+    from duplexeval.runs.sensitivity import Switch, format_moves, sensitivity as run_sensitivity
 
     try:
         parsed = [Switch.parse(s) for s in switches]
@@ -39,15 +41,29 @@ def sensitivity(run_dir: Path, switches: tuple[str, ...], show_all: bool, allow_
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     rows = out["rows"]
-    if not rows:
+    fixed = out.get("not_rescorable") or []
+    if not rows and not fixed:
         click.echo(f"{run_dir}: no reading to switch (the run's benchmarks mark none, or --switch matched none)")
         return
-    click.echo("reading switches (run's value -> alternative): metrics moved / compared, largest change")
+    if rows:
+        click.echo("reading switches (run's value -> alternative): metrics moved / compared, largest change; "
+                   "then per model the units whose outcome moves (record metric: from -> to count)")
+    moves = _moves_by_switch(rows)
     for s in switch_summary(rows):
         largest = "" if s["largest"] is None else f", largest {s['largest']:+.4f}"
         err = f", {s['errors']} folder(s) not re-scorable (uncached judge calls)" if s["errors"] else ""
         click.echo(f"  {s['benchmark']:<24} {s['reading']} = {s['run_value']} -> {s['alternative']}: "
                    f"{s['moved']}/{s['metrics']} moved{largest}{err}  [{', '.join(s['models'])}]")
+        moving = [(m, moves[k]) for m in s["models"]
+                  if (k := (s["benchmark"], s["reading"], str(s["run_value"]), str(s["alternative"]), m)) in moves
+                  and moves[k]]
+        for model, unit_moves in moving:
+            click.echo(f"      {model}: {format_moves(unit_moves)}")
+        if not moving and s["metrics"]:
+            click.echo("      no unit moves")
+    for f in fixed:
+        click.echo(f"  {f['benchmark']:<24} {f['reading']} = {f['run_value']} (not re-scorable: {f['why']}; "
+                   f"other values: {', '.join(map(str, f['alternatives']))})  [{', '.join(f['models'])}]")
     shown = rows if show_all else moved(rows)
     if shown:
         click.echo("")
@@ -64,6 +80,16 @@ def sensitivity(run_dir: Path, switches: tuple[str, ...], show_all: bool, allow_
                    f"{_cell(r['alt_value'], r['alt_numerator'], r['alt_denominator']):>16} "
                    f"{'' if r['delta'] is None else format(r['delta'], '+.4f'):>8}")
     click.echo(f"\nwritten: {run_dir / 'sensitivity.json'}")
+
+
+def _moves_by_switch(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """(benchmark, reading, run value, alternative, model) -> that switch's unit moves."""
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if "moves" in r:
+            out.setdefault((r["benchmark"], r["reading"], str(r["run_value"]), str(r["alternative"]), r["model"]),
+                           r["moves"])
+    return out
 
 
 def _cell(value, num, den) -> str:

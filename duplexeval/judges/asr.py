@@ -122,8 +122,11 @@ def asr_id(asr: dict[str, Any] | None = None) -> str:
 
 
 def transcribe(audio: np.ndarray, rate: int, asr: dict[str, Any] | None = None, *,
-               cache: bool = True, cache_dir: Path | None = None) -> Transcript:
-    """Words with timestamps (seconds from the start of `audio`) of mono `audio` at `rate`."""
+               cache: bool = True, cache_dir: Path | None = None, refresh: bool = False) -> Transcript:
+    """Words with timestamps (seconds from the start of `audio`) of mono `audio` at `rate`.
+
+    `refresh`: transcribe even on a hit and store the new result over it (a cached entry
+    written before transcripts kept the decoder's segments, when a caller needs them)."""
     spec = _normalise_spec(asr or {})
     audio = np.asarray(audio, dtype=np.float32)
     if audio.ndim != 1:
@@ -131,7 +134,7 @@ def transcribe(audio: np.ndarray, rate: int, asr: dict[str, Any] | None = None, 
     audio_16k = resample(audio, rate, ASR_RATE)
     components = cache_components(audio_16k, spec)
     store = ContentStore.of("asr", cache_dir)
-    if cache:
+    if cache and not refresh:
         hit = _from_store(store.get(components))
         if hit is not None:
             return hit

@@ -25,16 +25,36 @@ class Transcript:
     backend: str
     model: str
     from_cache: bool = field(default=False, compare=False)
+    # The decoder's own segments as [first word, end word) index ranges into `words`, for a
+    # backend that has them (the Whisper ones); None when it has none, or for a cached entry
+    # written before they were kept. MTR's `segment_source: whole-channel-whisper` reads them.
+    segments: list[tuple[int, int]] | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("from_cache")
+        if data["segments"] is None:
+            data.pop("segments")
+        else:
+            data["segments"] = [list(r) for r in data["segments"]]
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any], *, from_cache: bool = False) -> "Transcript":
         words = [Word(str(w["text"]), float(w["start"]), float(w["end"])) for w in data["words"]]
-        return cls(str(data["text"]), words, str(data["backend"]), str(data["model"]), from_cache=from_cache)
+        segs = data.get("segments")
+        segments = [(int(a), int(b)) for a, b in segs] if isinstance(segs, list) else None
+        return cls(str(data["text"]), words, str(data["backend"]), str(data["model"]), from_cache=from_cache,
+                   segments=segments)
+
+
+def segment_ranges(counts: list[int]) -> list[tuple[int, int]]:
+    """[first, end) word index ranges of consecutive segments holding `counts` words each."""
+    out, at = [], 0
+    for n in counts:
+        out.append((at, at + n))
+        at += n
+    return out
 
 
 def clean_words(words: list[tuple[str, float, float]], duration_s: float) -> list[Word]:

@@ -20,6 +20,7 @@ from duplexeval.executors.base import CannotRun, JobPlan
 from duplexeval.io import atomic_write_json
 from duplexeval.runfolder.plan import Job
 from duplexeval.runfolder.verify import seal_manifest
+from duplexeval.runs.statistics import write_statistics
 
 Progress = Callable[[str], None]
 
@@ -108,6 +109,7 @@ def execute(jobs: list[Job], run_dir: Path, *, clock: str, seed: int, cache_mode
         family.after_run(run_dir, [j for j in jobs if families[j.key] is family], cache_mode=cache_mode, limit=limit,
                          progress=progress)
     atomic_write_json(run_dir / "summary.json", summary(run_dir, ordered))
+    write_statistics(run_dir)  # every family's statistics across the run's folders (statistics.json)
     seal_manifest(run_dir)  # manifest.json records the sha256 of every results file
     return ordered
 

@@ -214,12 +214,13 @@ def aggregate(records: list[dict[str, Any]], bench: dict[str, Any], counts: dict
 def judges_for(bench: dict[str, Any], cache_mode: str) -> dict[str, Any]:
     if bench["options"]["task"] != "user-interruption":
         return {}
+    from duplexeval.benchmarks.fdb.authors_judge import judge_from_spec
     from duplexeval.judges.cache import JudgeCache
-    from duplexeval.judges.llm import Judge
     from duplexeval.specs import Registry
 
+    # judges.relevance is a reading (docs/fdb.md): the authors' judge reads their prompt at run time.
     spec = Registry.load().get("judge", bench["judges"]["relevance"])
-    return {"relevance": Judge.from_spec(spec.data, spec.path, JudgeCache(mode=cache_mode))}  # type: ignore[arg-type]
+    return {"relevance": judge_from_spec(spec.data, spec.path, JudgeCache(mode=cache_mode))}  # type: ignore[arg-type]
 
 
 def score_bench_dir(bench_dir: str | Path, bench: dict[str, Any], cache_mode: str = "readwrite", *,

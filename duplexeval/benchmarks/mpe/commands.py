@@ -94,8 +94,14 @@ def render(paths: tuple[Path, ...], out: Path, condition: str, spec_path: str | 
 @click.option("--cache-mode", default="readwrite", show_default=True,
               type=click.Choice(CACHE_MODES))
 @click.option("--attempts", default=3, show_default=True, help="Independent samples tried per scene.")
-def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, attempts: int) -> None:
-    """Write new scenes with an LLM; each is validated (schema + rules) before it is written."""
+@click.option("--first-index", default=0, show_default=True, type=click.IntRange(min=0),
+              help="The scene index of the file's first attribute set (a chunk of a larger set).")
+def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, attempts: int, first_index: int) -> None:
+    """Write new scenes with an LLM; each is validated (schema + rules) before it is written.
+
+    Resumable: scenes OUT already holds for their index are kept; a failed index is tried
+    again with more samples (raise --attempts: the samples tried before replay from the
+    judge cache). With scene_plan totals, prints which planned indices OUT still lacks."""
     import yaml
 
     from duplexeval.benchmarks.mpe.scenes.generate import generate_scenes
@@ -118,16 +124,23 @@ def generate(attributes_file: Path, out: Path, judge_id: str, cache_mode: str, a
         attribute_sets = yaml.safe_load(attributes_file.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise CommandError(yaml_problem(attributes_file, exc)) from None
-    if plan.quotas and isinstance(attribute_sets, list) and len(attribute_sets) > len(plan.quotas):
-        raise CommandError(f"{attributes_file}: {len(attribute_sets)} attribute sets, but {spec.path}'s "
-                           f"scene_plan.totals plans {len(plan.quotas)} scenes")
+    if plan.quotas and isinstance(attribute_sets, list) and first_index + len(attribute_sets) > len(plan.quotas):
+        raise CommandError(f"{attributes_file}: {len(attribute_sets)} attribute sets from index {first_index}, but "
+                           f"{spec.path}'s scene_plan.totals plans {len(plan.quotas)} scenes")
     template = load_scenes(EMBEDDED_SCENES)[0]  # the embedded suite's voices and preamble
-    report = generate_scenes(writer, attribute_sets, out, speakers=template.speakers,
-                             preamble={"text": template.preamble_text, "voice": template.preamble_voice},
-                             plan=plan, attempts=attempts)
+    try:
+        report = generate_scenes(writer, attribute_sets, out, speakers=template.speakers,
+                                 preamble={"text": template.preamble_text, "voice": template.preamble_voice},
+                                 plan=plan, attempts=attempts, first_index=first_index)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
     for line in report.rejected:
         click.echo(f"rejected: {line}", err=True)
-    click.echo(json.dumps({"written": len(report.written), "failed": report.failed}))
+    summary: dict[str, object] = {"written": len(report.written), "kept": len(report.kept), "failed": report.failed}
+    if report.missing is not None:
+        summary.update(missing=len(report.missing), totals_met=report.totals_met,
+                       first_missing=report.missing[:10])
+    click.echo(json.dumps(summary))
     if report.failed:
         raise SystemExit(1)
 

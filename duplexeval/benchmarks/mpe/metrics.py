@@ -114,6 +114,25 @@ def response_span(first: Episode, later_starts: Sequence[float], episodes: Seque
     return [ep for ep in sorted(episodes) if first[0] <= ep[0] < until], until
 
 
+ALREADY_SPEAKING_READINGS = ("words-after-t", "whole-reply")
+
+
+def answer_from(t_end: float, start: Outcome, params: dict[str, Any]) -> float:
+    """Where the judged words of a reply to T begin (answer.already_speaking).
+
+    Only an `already_speaking` reply can hold words from before T ended. "words-after-t"
+    (ours): what it said before T ended was not said to T, so only the words after T's end
+    (by midpoint) are judged. "whole-reply": the whole reply, from its episode's start, is
+    judged (a model that began "The taco place..." while T was still being asked is judged
+    on all of it). The paper does not say which (App. A3.2 names only Start's rule).
+    """
+    mode = params["answer"].get("already_speaking", ALREADY_SPEAKING_READINGS[0])
+    if mode not in ALREADY_SPEAKING_READINGS:
+        raise ValueError(f"unknown answer.already_speaking {mode!r}; use "
+                         f"{' or '.join(map(repr, ALREADY_SPEAKING_READINGS))}")
+    return t_end if start.outcome == "already_speaking" and mode == "words-after-t" else float("-inf")
+
+
 T_REPLY_READINGS = ("counts-against-window", "attributed-to-t")
 
 

@@ -72,6 +72,12 @@ class DuplexMpe(Benchmark):
             judge = load_judge(judge_id, JudgeCache(mode=cache_mode))
             write_text_reference(run_dir, bench, load_bench_scenes(bench, limit), judge, judge_id)
 
+    def statistics(self, run_dir: Path) -> dict[str, Any] | None:
+        """McNemar (explicit vs implicit), Spearman (presence vs Start) and the condition shifts."""
+        from duplexeval.benchmarks.mpe.statistics import run_statistics
+
+        return run_statistics(run_dir)
+
     paper_golden_files = ("duplex-mpe.yaml",)   # golden/ file of the paper this family reproduces
 
     def record_span(self, record: dict[str, Any]) -> tuple[float, float] | None:

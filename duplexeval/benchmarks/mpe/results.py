@@ -2,12 +2,14 @@
 
 No total is formed (§3.5): a win on one score cannot pay for a failure on another.
 
-Denominators cannot shrink (issue 13): an item whose status is not "ok" (an error, a
-damaged or an unfinished item) still contributes its planned units - every T, every
-N1/N2/N3 window, every N4 event of its scene - each as one record with the outcome
-`error`, which never passes and sits in every denominator (Answer's and Stop's too: an
-errored T or N4 cannot be shown to have been excluded). results.json then says
-`complete: false`, with the counts in `incomplete`.
+An item whose status is not "ok" (an error, a damaged or an unfinished item) still
+contributes its planned units - every T, every N1/N2/N3 window, every N4 event of its
+scene - each as one record with the outcome `error`, which never passes. Where it counts
+(issue 24): Start's and presence's denominators (every T) and Shush's (every window) keep
+it as a failure, so those cannot shrink; Answer's (presence) and Stop's (eligible N4
+events) cannot say whether an errored T had speech or an errored N4 was eligible, so it
+stays out of them and is counted apart (`answer.errored`, `stop.errored`). results.json
+then says `complete: false`, with the counts in `incomplete`.
 Each metric is {value, numerator, denominator} (value None without a denominator),
 with a Wilson interval when the spec asks for one, and Start's three outcomes, Stop's
 eligible count and its yield rate over all N4 events are always shown (§4.3, §4.5).

@@ -179,8 +179,8 @@ def _score_t(timeline, turn, episodes, params, asr, judges, calls, common, t_rep
     response = mpe.response_episode(turn.end, episodes, start)
     if response is None:
         return out  # silent T: no Answer unit (denominator = presence, §3.5)
-    # Already speaking: only what was said after T ended is the reply to T.
-    lo = turn.end if start.outcome == "already_speaking" else float("-inf")
+    # Already speaking: the answer.already_speaking reading says which of its words are the reply to T.
+    lo = mpe.answer_from(turn.end, start, params)
     later_starts = [t.start for t in timeline.turns[turn.index + 1:]]
     reply, hi = mpe.response_span(response, later_starts, episodes, params)
     text = asr.text_in(reply, lo, hi)

@@ -9,9 +9,11 @@ segments, live in `segments.py`; the corrected readings (the schema defaults) ar
   more than `speaking.min_words_exclusive`; a reply whose speech began more than
   `speaking.max_onset_lead_s` before the anchor is `already_speaking`, not a response
   (the word rule alone lets a model that never stops talking pass a short user turn);
-- success = it does not speak during the user turn and speaks in the response window
-  (the user turn's end, or the interruption's end for `latency_from: interruption-end`,
-  to the end of the round's window);
+- success = it does not speak during the user turn and speaks in the response window:
+  `reply_window: from-anchor` (ours) runs from the anchor (the user turn's end, or the
+  interruption's end for `latency_from: interruption-end`) to the end of the round's
+  window; `from-turn-start` (the paper's window) from the user turn's start, so words a
+  reply began just before the turn ended count toward it;
 - `pause_rule: silent-then-respond`: it also stays silent in [pause start, pause end +
   `pause_extension_s`];
 - `background_rule: continuous-from-start` (background speech, and the user's
@@ -20,7 +22,11 @@ segments, live in `segments.py`; the corrected readings (the schema defaults) ar
 - `latency_s` = onset of the first VAD episode reaching into the response window - anchor
   (Whisper's word starts are too coarse; the first word's start without episodes), never
   clamped; a round without a response has none (never 0). The authors' clamped latency
-  (`latency_clamped_s`) is recorded for every round beside it.
+  (`latency_clamped_s`) is recorded for every round beside it;
+- `single_background_timing: measured` (ours) records the clamped latency and the
+  backchannel frequency of single-feature background rounds as measured; `authors-zero`
+  records 0 for both, which is what the authors' `eval_single_scenario_background` gets
+  from `eval_3_scenarios`' "Unknown scenario type" branch.
 """
 
 from __future__ import annotations
@@ -97,6 +103,16 @@ def response_onset(words: Sequence[Any], episodes: Sequence[tuple[float, float]]
     return first_word
 
 
+def reply_start(rnd: Round, anchor: float, p: dict[str, Any]) -> float:
+    """Where the response window starts: the anchor (ours) or the user turn's start (the paper)."""
+    return rnd.user.start if p.get("reply_window", "from-anchor") == "from-turn-start" else anchor
+
+
+def authors_zero_timing(feature: str | None, single: bool, p: dict[str, Any]) -> bool:
+    """A single-feature background round under `single_background_timing: authors-zero`."""
+    return single and feature == "background" and p.get("single_background_timing", "measured") == "authors-zero"
+
+
 def feature_outcome(rnd: Round, words: Sequence[Any], window_end: float, p: dict[str, Any],
                     episodes: Sequence[tuple[float, float]] | None = None,
                     segments: Sequence[Segment] | None = None, single: bool = True) -> dict[str, Any]:
@@ -120,11 +136,17 @@ def feature_outcome(rnd: Round, words: Sequence[Any], window_end: float, p: dict
     def amount(a: float, b: float) -> tuple[float, int]:
         return segment_amount(segs, a, b) if authors_count else speech_amount(words, a, b)
 
+    lo = reply_start(rnd, anchor, p)
     response = in_window(words, anchor, window_end)
-    responded = speaks_in(anchor, window_end)
-    latency = round(response_onset(words, episodes, anchor, window_end) - anchor, 3) if responded else None
+    responded = speaks_in(lo, window_end)
+    latency = None
+    if responded:
+        # Under from-turn-start the reply may lie wholly before the anchor: its onset is then its first word's.
+        onset_from = anchor if in_window(words, anchor, window_end) else lo
+        latency = round(response_onset(words, episodes, onset_from, window_end) - anchor, 3)
     during = speaks_in(rnd.user.start, rnd.user.end)
-    base = {"feature": feature, "latency_s": latency, "latency_clamped_s": round(clamped_latency(segs, anchor), 3),
+    clamped = 0.0 if authors_zero_timing(feature, single, p) else round(clamped_latency(segs, anchor), 3)
+    base = {"feature": feature, "latency_s": latency, "latency_clamped_s": clamped,
             "spoke_during_turn": during, "anchor_s": round(anchor, 3), "responded": responded}
     ev = rnd.event(feature) if feature in ("pause", "background", "backchannel") else None
     authors_pause = feature == "pause" and p.get("pause_rule", "silent-then-respond") == "authors"
@@ -134,10 +156,10 @@ def feature_outcome(rnd: Round, words: Sequence[Any], window_end: float, p: dict
         if not out["passed"] and feature == "background" and not responded:
             out["outcome"] = "no_response"  # the same 0 as theirs, named for what happened
         return {**base, **out}
-    total, count = amount(anchor, window_end)
+    total, count = amount(lo, window_end)
     if not responded:
         return {**base, "outcome": "no_response", "passed": False,
-                "reason": f"{count} words / {total:.2f} s in the response window [{anchor:.2f}, {window_end:.2f}]"}
+                "reason": f"{count} words / {total:.2f} s in the response window [{lo:.2f}, {window_end:.2f}]"}
     lead = p["speaking"].get("max_onset_lead_s")
     if not authors_count and lead is not None and latency is not None and latency < -float(lead):
         return {**base, "outcome": "already_speaking", "passed": False,

