@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 # The suite runs on every core (pytest-xdist; tests/conftest.py says how modules are grouped).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: setup test lint fuzz reproduce validate image clean-runs qwen3-venv parakeet-venv harness-image harness-check
+.PHONY: setup test test-fast lint fuzz reproduce validate image clean-runs qwen3-venv parakeet-venv harness-image harness-check
 
 setup: $(STAMP)
 
@@ -63,6 +63,11 @@ test: setup qwen3-venv
 	# Qwen3-ASR on random tiny models runs in its own venv, as one test of this session
 	# (tests/test_qwen3_venv.py), beside the rest: one summary, no core idle meanwhile.
 	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+
+# The inner loop: every test but the end-to-end modules (marked `slow` by tests/conftest.py:
+# real models on real audio, wall-clock sessions, containers). Not a substitute for `make test`.
+test-fast: setup
+	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow and not docker" $(PYTEST_ARGS)
 
 # The static checks alone (tests/test_static_checks.py runs them within `make test`; their
 # settings are in pyproject.toml and only rise).

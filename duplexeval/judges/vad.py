@@ -382,16 +382,138 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
         vad.flush()
         return vad.episodes()
     if mode == "offline":
-        from silero_vad import get_speech_timestamps_from_probs  # imports torch (sets 1 thread)
-
-        probs = speech_probabilities(audio_16k)
-        stamps = get_speech_timestamps_from_probs(
-            list(map(float, probs)), sampling_rate=VAD_RATE, threshold=threshold,
-            neg_threshold=max(threshold - hysteresis, 0.01),
-            min_speech_duration_ms=int(min_speech_ms), min_silence_duration_ms=int(merge_gap_ms),
-            speech_pad_ms=int(speech_pad_ms), return_seconds=False, audio_length_samples=len(audio_16k))
-        return [(round(s["start"] / VAD_RATE, 6), round(s["end"] / VAD_RATE, 6)) for s in stamps]
+        return _offline_episodes(speech_probabilities(audio_16k), len(audio_16k), threshold=threshold,
+                                 min_speech_ms=min_speech_ms, merge_gap_ms=merge_gap_ms, hysteresis=hysteresis,
+                                 speech_pad_ms=speech_pad_ms)
     raise ValueError(f"unknown VAD mode {mode!r}; use 'causal' or 'offline'")
+
+
+# ---- many streams at once (the scorer: a job's finished conversations) ----------------------
+# One ONNX call steps every stream's next 32 ms window: B rows, each with its own recurrent
+# state and context, the maths of `_SileroStream` B rows at a time. With onnxruntime on one
+# thread a row's output does not depend on the other rows of its batch (the same kernels run
+# per row), so the probabilities are the ones a stream alone gets, to the bit
+# (tests/test_vad_batched.py; bench/bench_scoring.py measures 351x against 180x real time per
+# core). The trajectory memo is consulted and filled per row exactly as `_SileroStream.prob`
+# does, and rows that share a history in the same step are computed once.
+BATCH_STREAMS = 32  # rows per ONNX call in the scorer (a speed knob: no result depends on it)
+
+
+def batch_speech_probabilities(streams_16k: list[np.ndarray]) -> list[np.ndarray]:
+    """`speech_probabilities` of every stream, the streams stepped together (see above)."""
+    streams = [np.asarray(a, dtype=np.float32).reshape(-1) for a in streams_16k]
+    counts = [-(-len(a) // WINDOW) for a in streams]
+    n = len(streams)
+    if not n:
+        return []
+    session = silero_session()
+    steps = max(counts)
+    x = np.zeros((n, steps * WINDOW), np.float32)
+    for b, a in enumerate(streams):
+        x[b, :len(a)] = a
+    state = np.zeros((2, n, 128), np.float32)
+    context = np.zeros((n, CONTEXT), np.float32)
+    keys = [_TRAJECTORY_ROOT] * n
+    probs = np.zeros((n, steps), np.float32)
+    sr = np.array(VAD_RATE, dtype=np.int64)
+    for t in range(steps):
+        rows = [b for b in range(n) if t < counts[b]]
+        windows = x[:, t * WINDOW:(t + 1) * WINDOW]
+        todo: dict[bytes, list[int]] = {}  # key -> rows with that history, not in the memo
+        for b in rows:
+            chain = hashlib.blake2b(keys[b], digest_size=32)
+            chain.update(np.ascontiguousarray(windows[b:b + 1]))
+            keys[b] = key = chain.digest()
+            hit = None
+            if TRAJECTORY_WINDOWS:
+                with _trajectory_lock:
+                    hit = _trajectory.get(key)
+                    if hit is not None:
+                        _trajectory.move_to_end(key)
+                        trajectory_stats["hits"] += 1
+            if hit is not None:
+                probs[b, t], state[:, b:b + 1, :] = hit[0], hit[1]
+            elif key in todo:
+                todo[key].append(b)
+                if TRAJECTORY_WINDOWS:
+                    trajectory_stats["hits"] += 1  # what the memo gives the second stream, one at a time
+            else:
+                todo[key] = [b]
+        context_next = windows[:, -CONTEXT:].copy()
+        if todo:
+            lead = [group[0] for group in todo.values()]
+            inp = np.concatenate([context[lead], windows[lead]], axis=1)
+            out, new_state = session.run(None, {"input": inp, "state": np.ascontiguousarray(state[:, lead, :]),
+                                                "sr": sr})
+            out = out.reshape(-1)
+            for i, (key, group) in enumerate(todo.items()):
+                row_state = new_state[:, i:i + 1, :].copy()
+                for b in group:
+                    probs[b, t], state[:, b:b + 1, :] = out[i], row_state
+                if TRAJECTORY_WINDOWS:
+                    with _trajectory_lock:
+                        trajectory_stats["misses"] += 1
+                        _trajectory[key] = (float(out[i]), row_state)
+                        while len(_trajectory) > TRAJECTORY_WINDOWS:
+                            _trajectory.popitem(last=False)
+        context = context_next
+    return [probs[b, :c].copy() for b, c in enumerate(counts)]
+
+
+def detect_episodes_batch(audios: list[np.ndarray], rate: int, *, threshold: float = DEFAULT_THRESHOLD,
+                          min_speech_ms: float = MPE_MIN_SPEECH_MS, merge_gap_ms: float = MPE_MERGE_GAP_MS,
+                          mode: Literal["causal", "offline"] = "causal", hysteresis: float = HYSTERESIS,
+                          speech_pad_ms: int = 0) -> list[list[tuple[float, float]]]:
+    """`detect_episodes` of each mono clip (all at `rate`), Silero run over the clips together.
+
+    The same episodes as one call per clip: a causal clip whose samples a remembered live
+    stream was given replays it (`detect_episodes` does that); the rest go through
+    `batch_speech_probabilities` and the same episode rules.
+    """
+    if mode not in ("causal", "offline"):
+        raise ValueError(f"unknown VAD mode {mode!r}; use 'causal' or 'offline'")
+    if speech_pad_ms and mode == "causal":
+        raise ValueError("speech_pad_ms applies to the offline mode only")
+    out: list[list[tuple[float, float]] | None] = [None] * len(audios)
+    pending: list[tuple[int, np.ndarray]] = []
+    for i, audio in enumerate(audios):
+        audio = np.asarray(audio, dtype=np.float32)
+        if audio.ndim != 1:
+            raise ValueError(f"detect_episodes expects mono audio, got shape {audio.shape}")
+        audio_16k = resample(audio, rate, VAD_RATE)
+        if mode == "causal" and _recent_snapshot(audio_16k) is not None:
+            out[i] = detect_episodes(audio, rate, threshold=threshold, min_speech_ms=min_speech_ms,
+                                     merge_gap_ms=merge_gap_ms, mode=mode, hysteresis=hysteresis)
+        else:
+            pending.append((i, audio_16k))
+    for k in range(0, len(pending), BATCH_STREAMS):
+        chunk = pending[k:k + BATCH_STREAMS]
+        for (i, audio_16k), probs in zip(chunk, batch_speech_probabilities([a for _, a in chunk])):
+            if mode == "causal":
+                tracker = EpisodeTracker(threshold=threshold, min_speech_ms=min_speech_ms, merge_gap_ms=merge_gap_ms,
+                                         frame_s=FRAME_S, hysteresis=hysteresis)
+                for p in probs:
+                    tracker.push_prob(float(p))
+                tracker.finish()
+                out[i] = tracker.episodes()
+            else:
+                out[i] = _offline_episodes(probs, len(audio_16k), threshold=threshold, min_speech_ms=min_speech_ms,
+                                           merge_gap_ms=merge_gap_ms, hysteresis=hysteresis,
+                                           speech_pad_ms=speech_pad_ms)
+    return [eps if eps is not None else [] for eps in out]
+
+
+def _offline_episodes(probs: np.ndarray, n_samples: int, *, threshold: float, min_speech_ms: float,
+                      merge_gap_ms: float, hysteresis: float, speech_pad_ms: int) -> list[tuple[float, float]]:
+    """Silero's reference segmentation of per-window probabilities (`detect_episodes`' offline mode)."""
+    from silero_vad import get_speech_timestamps_from_probs  # imports torch (sets 1 thread)
+
+    stamps = get_speech_timestamps_from_probs(
+        list(map(float, probs)), sampling_rate=VAD_RATE, threshold=threshold,
+        neg_threshold=max(threshold - hysteresis, 0.01),
+        min_speech_duration_ms=int(min_speech_ms), min_silence_duration_ms=int(merge_gap_ms),
+        speech_pad_ms=int(speech_pad_ms), return_seconds=False, audio_length_samples=n_samples)
+    return [(round(s["start"] / VAD_RATE, 6), round(s["end"] / VAD_RATE, 6)) for s in stamps]
 
 
 def vad_hysteresis(vad: dict) -> float:
