@@ -90,9 +90,10 @@ def cached_episodes_batch(audios: list[np.ndarray], rate: int, *, threshold: flo
         merge_gap_ms=params["merge_gap_ms"], mode=mode, hysteresis=params["hysteresis"],
         speech_pad_ms=int(speech_pad_ms)) if misses else []
     for i, eps in zip(misses, found):
-        out[i] = [(float(s), float(e)) for s, e in eps]
+        episodes = [(float(s), float(e)) for s, e in eps]
+        out[i] = episodes
         if cache:
-            store.put(keys[i], [list(e) for e in out[i]])
+            store.put(keys[i], [list(e) for e in episodes])
     return [eps or [] for eps in out]
 
 
