@@ -64,6 +64,8 @@ ASSUMED_UNIT_S = {
     "mtr-query": 15.0,           # one spoken query (Llama Questions, AdvBench) + response window (ours)
 }
 SUITES = ("paper-mpe", "paper-mtr")
+# The spec whose figure is vLLM-Omni's PersonaPlex path (same architecture as Moshi).
+VLLM_OMNI_MOSHI = "personaplex"
 # Scoring. Silero over many streams at once, x real time per core (bench/bench_scoring.py,
 # batches of 32, onnxruntime on one thread, measured on the project's 2-core machine).
 MEASURED_VAD_X_PER_CORE = 351.0
@@ -127,12 +129,14 @@ def lockstep_models() -> tuple[str, ...]:
 
 
 def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tuple[int, float]] | None = None,
-            lockstep_mtr: tuple[str, ...] = ()) -> list[Projection]:
+            lockstep_mtr: tuple[str, ...] = (), costs: dict[str, StepCost] | None = None) -> list[Projection]:
     """One Projection per job of the paper suites. `step_ms`: model -> measured ms of a
     one-session step; `batch`: model -> (N, measured ms of a width-N step); both replace the
-    spec's figure. `lockstep_mtr`: frame-synchronous models whose MTR jobs run lockstep (and fork)."""
+    spec's figure, as `costs` (model -> StepCost) does. `lockstep_mtr`: frame-synchronous
+    models whose MTR jobs run lockstep (and fork)."""
     registry = default_registry()
     batch = batch or {}
+    costs = costs or {}
     rows = []
     for suite_id in SUITES:
         suite_clock = registry.get("suite", suite_id).data["clock"]
@@ -142,11 +146,11 @@ def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tu
                 clock = "lockstep" if job.model.id in lockstep_mtr else "realtime"
             else:
                 clock = job.clock or suite_clock
-            cost = StepCost.of_spec(model)
+            cost = costs.get(job.model.id) or StepCost.of_spec(model)
             measured = batch.get(job.model.id) or ((1, step_ms[job.model.id]) if job.model.id in step_ms else None)
             if measured is not None:
-                cost = replace(cost, sessions=measured[0], step_ms=measured[1], kind="measured",
-                               source="given on the command line (bench/gpu_check_moshi.py)", gpu="")
+                cost = replace(cost, steps=(measured,), kind="measured", servers=None,
+                               source="given on the command line (bench/gpu_check_*.py)", gpu="")
             context = context_of(job, clock)
             if context == "skip":
                 continue
@@ -156,13 +160,28 @@ def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tu
     return rows
 
 
-def figure_label(cost: StepCost) -> str:
-    """The step figure in a table cell: kind, width, ms, GPU."""
-    if cost.kind == "assumed" and cost.source.startswith("no figure"):
+def figure_label(cost: StepCost, packing: Packing) -> str:
+    """The step figure in a table cell: kind, the width used and its ms per frame, the GPU."""
+    if not cost.has_figure:
         return "none: 1 session, a whole GPU, 1x"
     gpu = f", {cost.gpu}" if cost.gpu else ""
     gpus = f" on {cost.gpus} GPUs" if cost.gpus > 1 else ""
-    return f"{cost.kind}: {cost.sessions} in {cost.step_ms:g} ms/{cost.frame_ms:g} ms{gpus}{gpu}"
+    step = cost.step_at(packing.sessions) or 0.0
+    if step <= 0:
+        return f"{cost.kind}: {cost.servers} servers per GPU in real time{gpu}"
+    return f"{cost.kind}: {packing.sessions} in {step:g} ms/{cost.frame_ms:g} ms{gpus}{gpu}"
+
+
+def describe(model: str, cost: StepCost) -> str:
+    """An assumptions line: every width of the figure, its kind and source."""
+    if not cost.has_figure:
+        return f"  {model}: no step figure (assumed: one session per server steps in exactly one frame, one server per GPU)"
+    steps = ", ".join(f"{n} in {ms:g} ms" for n, ms in cost.steps if ms > 0)
+    parts = [f"sessions per step: {steps} per {cost.frame_ms:g} ms frame" if steps else "",
+             f"{cost.servers} servers per GPU keep real time" if cost.servers else "",
+             f"{cost.memory_gb:g} GB per server" if cost.memory_gb else "",
+             f"on {cost.gpus} GPUs" if cost.gpus > 1 else "", cost.gpu]
+    return f"  {model}: " + "; ".join(p for p in parts if p) + f" ({cost.kind}: {cost.source})"
 
 
 def scoring_h(jobs: list[Projection], gpus: int, cores: int, vad_x_per_core: float, asr_x_per_gpu: float) -> float:
@@ -178,7 +197,8 @@ def scoring_h(jobs: list[Projection], gpus: int, cores: int, vad_x_per_core: flo
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gpus", type=int, default=8, help="GPUs of the Ray cluster (default 8)")
-    parser.add_argument("--gpu-memory-gb", type=float, default=80.0, help="memory of one GPU (default 80, an H100)")
+    parser.add_argument("--gpu-memory-gb", type=float, default=141.0,
+                        help="memory of one GPU (default 141, an H200: the GPU the measured figures come from)")
     parser.add_argument("--step-ms", action="append", default=[], metavar="MODEL=MS",
                         help="measured GPU ms of one session's step (replaces the spec's launch.gpu_step)")
     parser.add_argument("--batch", action="append", default=[], metavar="MODEL=N:MS",
@@ -216,17 +236,14 @@ def main(argv: list[str] | None = None) -> None:
 
     print("Assumptions (every figure with its kind: measured by this harness, declared = measured elsewhere "
           "or published, assumed = borrowed or guessed):")
-    print(f"  GPU memory {args.gpu_memory_gb:g} GB (assumed: an H100); a server's memory is its spec's "
-          "launch.gpu_memory_gb (declared by the spec) unless its step figure says otherwise")
+    print(f"  GPU memory {args.gpu_memory_gb:g} GB (an H200, the GPU of the measured figures); a server's memory "
+          "is its spec's launch.gpu_memory_gb (declared by the spec) unless its step figure says otherwise")
     costs = {r.model: r.cost for r in rows}
     for model, cost in sorted(costs.items()):
-        if cost.kind == "assumed" and cost.source.startswith("no figure"):
-            print(f"  {model}: no step figure (assumed: one session per server steps in exactly one frame, "
-                  "one server per GPU)")
-        else:
-            print(f"  {model}: {cost.sessions} sessions per server step in {cost.step_ms:g} ms per "
-                  f"{cost.frame_ms:g} ms frame" + (f" on {cost.gpus} GPUs" if cost.gpus > 1 else "")
-                  + (f", {cost.gpu}" if cost.gpu else "") + f" ({cost.kind}: {cost.source})")
+        print(describe(model, cost))
+    other = StepCost.of_spec(default_registry().get("model", VLLM_OMNI_MOSHI).data)
+    print(describe(f"{VLLM_OMNI_MOSHI} (not a paper model; its figure is the row 'moshi on "
+                   f"{VLLM_OMNI_MOSHI}'s figure' below)", other))
     print("  servers per GPU: duplexeval/executors/packing.py (memory and step cost; never more than keep real "
           "time; a step longer than a frame cannot run on the realtime clock)")
     for key, seconds in ASSUMED_UNIT_S.items():
@@ -244,12 +261,16 @@ def main(argv: list[str] | None = None) -> None:
           "are added (scoring could overlap the playing of later units)")
     print()
     g = args.gpus
-    print(f"| model | suite | clock | step figure | audio (h) | servers/GPU | x real time/GPU | 1 GPU: playing (h) "
+    print(f"| model | suite | clock | step figure | audio (h) | servers/GPU x sessions | x real time/GPU | 1 GPU: playing (h) "
           f"| {g} GPUs: playing (h) | scoring (h) | total (h) | harness cores | {args.target_h:g} h on {g} GPUs? |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    # Moshi again on the figure of its architecture's other server (vLLM-Omni's PersonaPlex
+    # path, which replaced the standalone engine's 32 sessions per GPU), for comparison.
+    compare = [replace(r, model=f"moshi on {VLLM_OMNI_MOSHI}'s figure") for r in
+               project(args.gpu_memory_gb, {}, {}, lockstep_mtr, {"moshi": other}) if r.model == "moshi"]
     for suite_id in SUITES:
         by_model: dict[str, list[Projection]] = {}
-        for row in rows:
+        for row in [*rows, *compare]:
             if row.suite == suite_id:
                 by_model.setdefault(row.model, []).append(row)
         for model, jobs in by_model.items():
@@ -259,20 +280,21 @@ def main(argv: list[str] | None = None) -> None:
             scoring = scoring_h(jobs, g, args.cores, args.vad_x_per_core, args.asr_x_per_gpu)
             total = many + scoring
             clocks = "/".join(sorted({j.clock for j in jobs}))
-            servers = "/".join(sorted({f"{j.packing.servers / j.cost.gpus:g}" for j in jobs}))
+            servers = "/".join(sorted({f"{j.packing.servers / j.cost.gpus:g} x {j.packing.sessions}" for j in jobs}))
             speed = "/".join(sorted({f"{j.speed_per_gpu():.2f}" for j in jobs}))
             if math.isinf(many):
-                cores, verdict = 0, ("no: one step is longer than a frame on the realtime clock "
-                                     f"({jobs[0].cost.step_ms:g} ms per {jobs[0].frame_ms:g} ms): it cannot keep real time")
+                fastest = min(ms for _, ms in jobs[0].cost.steps)
+                cores, verdict = 0, ("no: every step measured is longer than a frame on the realtime clock "
+                                     f"({fastest:g} ms per {jobs[0].frame_ms:g} ms at best): it cannot keep real time")
             else:
                 frames_per_s = audio_s / (many * 3600) * 1000 / jobs[0].frame_ms
                 cores = math.ceil(frames_per_s * args.harness_ms / 1000)
                 need = audio_s / 3600 / (max(args.target_h - scoring, 1e-9) * g)
                 verdict = "yes" if total <= args.target_h else (
                     f"no: needs {need:.1f}x real time per GPU, its figures give "
-                    f"{audio_s / 3600 / (many * g):.2f}x" + (" (no step figure: measure it on a GPU)"
-                                                             if figure_label(jobs[0].cost).startswith("none") else ""))
-            print(f"| {model} | {suite_id} | {clocks} | {figure_label(jobs[0].cost)} | {audio_s / 3600:,.0f} "
+                    f"{audio_s / 3600 / (many * g):.2f}x" + ("" if jobs[0].cost.has_figure
+                                                             else " (no step figure: measure it on a GPU)"))
+            print(f"| {model} | {suite_id} | {clocks} | {figure_label(jobs[0].cost, jobs[0].packing)} | {audio_s / 3600:,.0f} "
                   f"| {servers} | {speed} | {one:,.1f} | {many:,.1f} | {scoring:,.2f} | {total:,.1f} | {cores} | {verdict} |")
 
 

@@ -135,7 +135,7 @@ class RayPool:
     def _pool(self, plan: JobPlan) -> list[_Actor]:
         if plan.host_key not in self.pools:
             # several servers share a GPU where the spec's figures allow (executors/packing.py)
-            self.gpus[plan.host_key] = (gpu_share(plan.spec.data, plan.clock, self.gpu_memory_gb)
+            self.gpus[plan.host_key] = (gpu_share(plan.spec.data, plan.clock, self.gpu_memory_gb, plan.max_sessions)
                                         if plan.spec.gpus == 1 else int(plan.spec.gpus))
             self.pools[plan.host_key] = [self._new_actor(plan.host_key) for _ in range(self.jobs)]
         return self.pools[plan.host_key]
