@@ -396,7 +396,10 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
 # (tests/test_vad_batched.py; bench/bench_scoring.py measures 351x against 180x real time per
 # core). The trajectory memo is consulted and filled per row exactly as `_SileroStream.prob`
 # does, and rows that share a history in the same step are computed once.
-BATCH_STREAMS = 32  # rows per ONNX call in the scorer (a speed knob: no result depends on it)
+# Rows per ONNX call in the scorer (a speed knob: no result depends on it). bench_scoring.py
+# measured batches of 8 at 345x and of 32 at 351x real time per core; 16 holds a chunk of
+# paper-length recordings (~130 s at 24 kHz, plus their 16 kHz copies) in ~0.5 GB.
+BATCH_STREAMS = 16
 
 
 def batch_speech_probabilities(streams_16k: list[np.ndarray]) -> list[np.ndarray]:
