@@ -243,11 +243,11 @@ def compare_batched(bench: Path, spec: dict, judges: dict, audio_s: float) -> No
     from collections import OrderedDict
 
     from duplexeval.benchmarks.mpe.results import score_bench_dir
-    from duplexeval.judges import vad
+    from duplexeval.judges import vad, vad_batch
 
     score_bench_dir(bench, spec, judges)  # fills the ASR and judge caches
     out, walls = {}, {}
-    for label, width in (("one at a time", 1), ("batched", vad.BATCH_STREAMS)):
+    for label, width in (("one at a time", 1), ("batched", vad_batch.BATCH_STREAMS)):
         shutil.rmtree(Path(os.environ["DUPLEXEVAL_CACHE"]) / "vad", ignore_errors=True)
         vad._recent.clear()
         vad._trajectory = OrderedDict()

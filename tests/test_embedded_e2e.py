@@ -90,19 +90,19 @@ def test_batched_vad_scoring_gives_the_records_of_one_at_a_time(runs, tmp_path, 
     add ~10 s for rows the memo mostly serves; bench_scoring.py --compare-scorer does 16 scenes)."""
     from collections import OrderedDict
 
-    from duplexeval.judges import vad
+    from duplexeval.judges import vad, vad_batch
 
     bench_dir = runs["babble"] / "babbler" / "mpe-implicit"
     spec = json.loads((bench_dir / "benchmark.json").read_text())
     original = (bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()
     shared = Path(os.environ["DUPLEXEVAL_CACHE"])
     passes = {"one": 0, "batched": []}
-    one, batched = vad.detect_episodes, vad.batch_speech_probabilities
+    one, batched = vad.detect_episodes, vad_batch.batch_speech_probabilities
     monkeypatch.setattr(vad, "detect_episodes", lambda *a, **k: passes.update(one=passes["one"] + 1) or one(*a, **k))
-    monkeypatch.setattr(vad, "batch_speech_probabilities", lambda s: passes["batched"].append(len(s)) or batched(s))
+    monkeypatch.setattr(vad_batch, "batch_speech_probabilities", lambda s: passes["batched"].append(len(s)) or batched(s))
     out = {}
-    for vad_batch in (1, 32):
-        cache = tmp_path / f"cache-{vad_batch}"  # the session's ASR and judge caches, a VAD cache of its own
+    for width in (1, 32):
+        cache = tmp_path / f"cache-{width}"  # the session's ASR and judge caches, a VAD cache of its own
         cache.mkdir()
         for kind in shared.iterdir():
             if kind.name != "vad":
@@ -110,8 +110,8 @@ def test_batched_vad_scoring_gives_the_records_of_one_at_a_time(runs, tmp_path, 
         monkeypatch.setenv("DUPLEXEVAL_CACHE", str(cache))
         monkeypatch.setattr(vad, "_trajectory", OrderedDict())
         monkeypatch.setattr(vad, "_recent", OrderedDict())
-        score_bench_dir(bench_dir, spec, judges_from_spec(spec), vad_batch=vad_batch)
-        out[vad_batch] = (bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()
+        score_bench_dir(bench_dir, spec, judges_from_spec(spec), vad_batch=width)
+        out[width] = (bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()
     items = len(list((bench_dir / "items").iterdir()))
     assert passes["one"] == items and passes["batched"] == [items]  # each path ran its Silero, once per item
     assert out[1] == out[32] == original

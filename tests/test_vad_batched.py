@@ -1,4 +1,4 @@
-"""Silero over many streams at once (duplexeval/judges/vad.py, `batch_speech_probabilities`):
+"""Silero over many streams at once (duplexeval/judges/vad_batch.py, `batch_speech_probabilities`):
 the very probabilities, episodes and cache entries of one stream at a time, the trajectory
 memo consulted and filled as one stream at a time does.
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duplexeval.judges import vad, vad_cache
+from duplexeval.judges import vad, vad_batch, vad_cache
 
 W = vad.WINDOW
 RULES = {"threshold": 0.5, "min_speech_ms": 120.0, "merge_gap_ms": 800.0, "hysteresis": 0.15}
@@ -57,7 +57,7 @@ def _streams() -> list[np.ndarray]:
 def test_batched_probabilities_are_bit_identical_to_one_stream_at_a_time(memo, monkeypatch, memo_windows):
     monkeypatch.setattr(vad, "TRAJECTORY_WINDOWS", memo_windows)
     streams = _streams()
-    together = vad.batch_speech_probabilities(streams)
+    together = vad_batch.batch_speech_probabilities(streams)
     monkeypatch.setattr(vad, "_trajectory", OrderedDict())
     monkeypatch.setattr(vad, "TRAJECTORY_WINDOWS", 0)
     alone = [vad.speech_probabilities(a) for a in streams]
@@ -69,7 +69,7 @@ def test_batched_probabilities_are_bit_identical_to_one_stream_at_a_time(memo, m
 
 def test_the_memo_counts_and_fills_as_one_stream_at_a_time_does(memo, monkeypatch):
     streams = _streams()
-    vad.batch_speech_probabilities(streams)
+    vad_batch.batch_speech_probabilities(streams)
     batched = dict(memo), list(vad._trajectory)
     monkeypatch.setattr(vad, "_trajectory", OrderedDict())
     memo.update(hits=0, misses=0)
@@ -83,18 +83,18 @@ def test_a_memo_entry_from_one_stream_at_a_time_serves_the_batch(memo, monkeypat
     streams = _streams()
     alone = [vad.speech_probabilities(a) for a in streams]
     misses = memo["misses"]
-    together = vad.batch_speech_probabilities(streams)
+    together = vad_batch.batch_speech_probabilities(streams)
     assert memo["misses"] == misses  # every window a hit
     assert all(a.tobytes() == b.tobytes() for a, b in zip(alone, together))
 
 
 @pytest.mark.parametrize("mode", ["causal", "offline"])
 def test_batched_episodes_are_those_of_detect_episodes(memo, monkeypatch, mode):
-    monkeypatch.setattr(vad, "BATCH_STREAMS", 3)  # several chunks
+    monkeypatch.setattr(vad_batch, "BATCH_STREAMS", 3)  # several chunks
     streams = _streams()[:6]
     rate = 24000
     clips = [np.repeat(a, 3)[::2].copy() for a in streams]  # 24 kHz clips: the resampling path
-    together = vad.detect_episodes_batch(clips, rate, mode=mode, **RULES)
+    together = vad_batch.detect_episodes_batch(clips, rate, mode=mode, **RULES)
     alone = [vad.detect_episodes(c, rate, mode=mode, **RULES) for c in clips]
     assert together == alone and any(together)
 
@@ -104,9 +104,9 @@ def test_a_clip_a_live_stream_saw_replays_it_instead_of_running_silero(memo, mon
     live = vad.StreamingVAD()
     live.push(audio)
     calls: list[int] = []
-    real = vad.batch_speech_probabilities
-    monkeypatch.setattr(vad, "batch_speech_probabilities", lambda s: calls.append(len(s)) or real(s))
-    got = vad.detect_episodes_batch([audio, _speech(0.8, 8)], vad.VAD_RATE, **RULES)
+    real = vad_batch.batch_speech_probabilities
+    monkeypatch.setattr(vad_batch, "batch_speech_probabilities", lambda s: calls.append(len(s)) or real(s))
+    got = vad_batch.detect_episodes_batch([audio, _speech(0.8, 8)], vad.VAD_RATE, **RULES)
     assert calls == [1]  # only the clip no live stream saw
     assert got[0] == vad.detect_episodes(audio, vad.VAD_RATE, **RULES)
 
@@ -119,10 +119,10 @@ def test_batched_cache_entries_are_those_of_one_clip_at_a_time(memo, tmp_path: P
     assert batched == alone
     files = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*.json")}  # noqa: E731
     assert files(tmp_path / "a") == files(tmp_path / "b") and len(files(tmp_path / "a")) == len(clips)
-    monkeypatch.setattr(vad, "detect_episodes_batch", lambda *a, **k: pytest.fail("a hit ran the VAD"))
+    monkeypatch.setattr(vad_batch, "detect_episodes_batch", lambda *a, **k: pytest.fail("a hit ran the VAD"))
     assert vad_cache.cached_episodes_batch(clips, vad.VAD_RATE, cache_dir=tmp_path / "b", **kw) == alone
 
 
 def test_unknown_mode_is_refused_by_name():
     with pytest.raises(ValueError, match="unknown VAD mode 'fast'"):
-        vad.detect_episodes_batch([np.zeros(W, np.float32)], vad.VAD_RATE, mode="fast")  # type: ignore[arg-type]
+        vad_batch.detect_episodes_batch([np.zeros(W, np.float32)], vad.VAD_RATE, mode="fast")  # type: ignore[arg-type]

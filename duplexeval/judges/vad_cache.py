@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from duplexeval.io import sha256_bytes
-from duplexeval.judges import vad
+from duplexeval.judges import vad, vad_batch
 from duplexeval.store import ContentStore
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def cached_episodes_batch(audios: list[np.ndarray], rate: int, *, threshold: flo
     """`cached_episodes` of many clips: the cache misses go to Silero as one batch.
 
     Keys, entries and episodes are those of one `cached_episodes` call per clip (same
-    components, `vad.detect_episodes_batch` gives the same episodes), so a clip scored
+    components, `vad_batch.detect_episodes_batch` gives the same episodes), so a clip scored
     batched is a cache hit for a later one-at-a-time call and the other way round.
     """
     params: dict[str, Any] = {"threshold": float(threshold), "min_speech_ms": float(min_speech_ms),
@@ -85,7 +85,7 @@ def cached_episodes_batch(audios: list[np.ndarray], rate: int, *, threshold: flo
                 except (ValueError, TypeError) as exc:
                     log.warning("ignoring a VAD cache entry that holds no episodes (%s); running the VAD again", exc)
     misses = [i for i, eps in enumerate(out) if eps is None]
-    found = vad.detect_episodes_batch(
+    found = vad_batch.detect_episodes_batch(
         [audios[i] for i in misses], rate, threshold=params["threshold"], min_speech_ms=params["min_speech_ms"],
         merge_gap_ms=params["merge_gap_ms"], mode=mode, hysteresis=params["hysteresis"],
         speech_pad_ms=int(speech_pad_ms)) if misses else []

@@ -187,9 +187,9 @@ def score_bench_dir(bench_dir: str | Path, bench_spec: dict[str, Any], judges: d
     `progress(done, total, item_id)`, when given, is called after each item (ASR and judges
     included); it only reports, so the files written are the same with or without it.
     `vad_batch`: the finished items' Silero passes run `vad_batch` recordings at a time
-    (`model_episodes_batch`; default duplexeval.judges.vad.BATCH_STREAMS, 1 = one at a time);
+    (`model_episodes_batch`; default duplexeval.judges.vad_batch.BATCH_STREAMS, 1 = one at a time);
     the records are the same either way (tests/test_vad_batched.py)."""
-    from duplexeval.judges.vad import BATCH_STREAMS
+    from duplexeval.judges.vad_batch import BATCH_STREAMS
 
     vad_batch = BATCH_STREAMS if vad_batch is None else vad_batch
     bench_dir = Path(bench_dir)

@@ -176,7 +176,7 @@ def model_episodes(model: np.ndarray, rate: int, vad: dict[str, Any], *, cache: 
 
 def model_episodes_batch(item_dirs: list[Path], vad: dict[str, Any]) -> dict[Path, list[mpe.Episode]]:
     """`model_episodes` of several items' recordings, their Silero passes run as one batch
-    (duplexeval.judges.vad.detect_episodes_batch: the same episodes, the same cache entries).
+    (duplexeval.judges.vad_batch.detect_episodes_batch: the same episodes, the same cache entries).
 
     An item whose recording cannot be read is left out: `score_item` reads it again and
     reports it where it reports every damaged recording.
