@@ -22,8 +22,11 @@ MODELS ?=
 PYTEST_ARGS ?=
 # The suite runs on every core (pytest-xdist; tests/conftest.py says how modules are grouped).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+# pip without byte-compiling what it installs: ~20,000 files in .venv alone, about a minute of
+# CPU on a 2-core machine, most of them never imported; Python compiles what it imports.
+PIP := pip install -q --no-compile --disable-pip-version-check
 
-.PHONY: setup test lint fuzz reproduce validate image clean-runs qwen3-venv parakeet-venv harness-image harness-check
+.PHONY: setup test test-fast lint fuzz reproduce validate image clean-runs qwen3-venv parakeet-venv harness-image harness-check
 
 setup: $(STAMP)
 
@@ -31,38 +34,53 @@ $(STAMP): pyproject.toml requirements/lock.txt requirements/moshi.txt requiremen
 	bash scripts/setup-system.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# The CPU build of torch first: a plain `torch` would pull a multi-GB CUDA build.
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c requirements/lock.txt -e '.[dev]'
+	$(PY) -m $(PIP) torch==2.13.0
+	$(PY) -m $(PIP) -c requirements/lock.txt -e '.[dev]'
 	# moshi with --no-deps: its metadata pins torch<2.10, yet its streaming code runs on
 	# torch 2.13.0 (requirements/moshi.txt says why; the moshi-tiny tests exercise it).
-	$(PY) -m pip install -q --no-deps -c requirements/lock.txt -r requirements/moshi.txt
+	$(PY) -m $(PIP) --no-deps -c requirements/lock.txt -r requirements/moshi.txt
 	# whisper-timestamped (the MTR ASR) with --no-deps: openai-whisper would pull triton,
 	# which CPU inference never imports (requirements/paper-asr.txt).
-	$(PY) -m pip install -q --no-deps -c requirements/lock.txt -r requirements/paper-asr.txt
+	$(PY) -m $(PIP) --no-deps -c requirements/lock.txt -r requirements/paper-asr.txt
 	touch $(STAMP)
 
 qwen3-venv: $(QWEN3_STAMP)
 
-$(QWEN3_STAMP): pyproject.toml requirements/qwen3.txt
+# Its third-party packages install beside .venv's (`make -j2`); the package itself only after
+# .venv's, as both editable installs build in this checkout (egg-info, the bundle).
+QWEN3_DEPS := $(QWEN3_VENV)/.deps-installed
+
+$(QWEN3_DEPS): requirements/qwen3.txt
 	test -x $(QWEN3_VENV)/bin/python || $(PYTHON) -m venv $(QWEN3_VENV)
-	$(QWEN3_VENV)/bin/python -m pip install -q torch==2.13.0
-	$(QWEN3_VENV)/bin/python -m pip install -q --no-deps -r requirements/qwen3.txt
-	$(QWEN3_VENV)/bin/python -m pip install -q --no-deps -e .
+	$(QWEN3_VENV)/bin/python -m $(PIP) torch==2.13.0
+	$(QWEN3_VENV)/bin/python -m $(PIP) --no-deps -r requirements/qwen3.txt
+	touch $(QWEN3_DEPS)
+
+$(QWEN3_STAMP): pyproject.toml $(QWEN3_DEPS) $(STAMP)
+	$(QWEN3_VENV)/bin/python -m $(PIP) --no-deps -e .
 	touch $(QWEN3_STAMP)
 
 parakeet-venv: $(PARAKEET_STAMP)
 
 $(PARAKEET_STAMP): pyproject.toml requirements/parakeet.txt
 	test -x $(PARAKEET_VENV)/bin/python || $(PYTHON) -m venv $(PARAKEET_VENV)
-	$(PARAKEET_VENV)/bin/python -m pip install -q torch==2.13.0
-	$(PARAKEET_VENV)/bin/python -m pip install -q --no-deps -r requirements/parakeet.txt
-	$(PARAKEET_VENV)/bin/python -m pip install -q --no-deps -e .
+	$(PARAKEET_VENV)/bin/python -m $(PIP) torch==2.13.0
+	$(PARAKEET_VENV)/bin/python -m $(PIP) --no-deps -r requirements/parakeet.txt
+	$(PARAKEET_VENV)/bin/python -m $(PIP) --no-deps -e .
 	touch $(PARAKEET_STAMP)
 
-test: setup qwen3-venv
+test:
+	# The two venvs are independent: on a fresh clone they install side by side (one core
+	# each; on a set-up machine both stamps make this a no-op).
+	$(MAKE) --no-print-directory -j2 setup qwen3-venv
 	# Qwen3-ASR on random tiny models runs in its own venv, as one test of this session
 	# (tests/test_qwen3_venv.py), beside the rest: one summary, no core idle meanwhile.
 	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+
+# The inner loop: every test but the end-to-end modules (marked `slow` by tests/conftest.py:
+# real models on real audio, wall-clock sessions, containers). Not a substitute for `make test`.
+test-fast: setup
+	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow and not docker" $(PYTEST_ARGS)
 
 # The static checks alone (tests/test_static_checks.py runs them within `make test`; their
 # settings are in pyproject.toml and only rise).

@@ -18,8 +18,12 @@ the offline ASR (faster-whisper tiny.en) and the offline judges. Reports:
   Qwen3-ASR (`duplexeval.judges.tiny_models`: the real code path, not the 1.7B's speed).
   No GPU here: the per-GPU figures are left to a machine that has one (`--device cuda`).
 
+- the scorer itself (issue 38), `--compare-scorer`: the run scored with the job's recordings
+  as one Silero batch (`score_bench_dir`'s default) and one recording at a time, each with a
+  cold VAD: records.jsonl and results.json byte-identical, and the speed ratio.
+
 Usage: .venv/bin/python bench/bench_scoring.py [--scenes N] [--spec specs/benchmarks/mpe-explicit.yaml]
-           [--batched-only] [--batch-sizes 1,8,32]
+           [--batched-only] [--batch-sizes 1,8,32] [--compare-scorer]
 """
 
 from __future__ import annotations
@@ -232,11 +236,42 @@ def qwen3_child(npz: Path, sizes: list[int]) -> None:
               f"({wall / wall_b:.2f}x one per call); transcripts identical to one per call: {same}/{len(clips)}")
 
 
+def compare_batched(bench: Path, spec: dict, judges: dict, audio_s: float) -> None:
+    """The scorer one recording at a time against a job's recordings as one Silero batch
+    (`score_bench_dir(vad_batch=...)`), each from a cold VAD (no episode cache, no memo, no
+    live stream to replay) and warm ASR and judge caches: the records must be byte-identical."""
+    from collections import OrderedDict
+
+    from duplexeval.benchmarks.mpe.results import score_bench_dir
+    from duplexeval.judges import vad, vad_batch
+
+    score_bench_dir(bench, spec, judges)  # fills the ASR and judge caches
+    out, walls = {}, {}
+    for label, width in (("one at a time", 1), ("batched", vad_batch.BATCH_STREAMS)):
+        shutil.rmtree(Path(os.environ["DUPLEXEVAL_CACHE"]) / "vad", ignore_errors=True)
+        vad._recent.clear()
+        vad._trajectory = OrderedDict()
+        t0 = time.perf_counter()
+        score_bench_dir(bench, spec, judges, vad_batch=width)
+        walls[label] = time.perf_counter() - t0
+        out[label] = (bench / "records.jsonl").read_bytes(), (bench / "results.json").read_bytes()
+        print(f"scoring, Silero {label} (cold VAD, warm ASR and judges): {audio_s:.1f} s of recordings in "
+              f"{walls[label]:.2f} s = {audio_s / walls[label]:.1f} x real time")
+    same = out["one at a time"] == out["batched"]
+    print(f"records.jsonl and results.json identical: {'yes' if same else 'NO'}; batched is "
+          f"{walls['one at a time'] / walls['batched']:.2f}x as fast as one at a time "
+          f"({len(list((bench / 'items').iterdir()))} conversations)")
+    if not same:
+        raise SystemExit(1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenes", type=int, default=6)
     ap.add_argument("--spec", default=str(ROOT / "specs" / "benchmarks" / "mpe-explicit.yaml"))
     ap.add_argument("--batched-only", action="store_true", help="only the batched VAD / ASR comparison")
+    ap.add_argument("--compare-scorer", action="store_true",
+                    help="only the scorer batched vs one at a time: identical records, the speed ratio")
     ap.add_argument("--batch-sizes", default="1,8,32")
     ap.add_argument("--qwen3-child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -264,6 +299,9 @@ def main() -> None:
         audio_s += run_item(scene, spec["condition"], spec, bench / "items" / scene.id, k)
     from duplexeval.judges import vad
 
+    if args.compare_scorer:
+        compare_batched(bench, spec, judges, audio_s)
+        return
     if args.batched_only:
         bench_batched_vad(bench, [n for n in sizes if n > 1])
         bench_batched_asr(bench, sizes)

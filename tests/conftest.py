@@ -23,9 +23,74 @@ SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_containers", "test
                  "test_realtime_runs", "test_realtime_bridge")
 
 
+# Modules whose tests run real models on audio end to end (or play on the wall clock): marked
+# `slow` here, so `make test-fast` (`-m "not slow"`) leaves them out of the inner loop.
+# `make test` runs them all.
+END_TO_END = (*SLOWEST_FIRST, "test_fdb_e2e", "test_fdb_v15_e2e", "test_recordings_import", "test_qwen3_venv",
+              "test_asr_parakeet_venv")
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: n for n, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.module.__name__, len(rank)))  # stable: file order kept within
+    for item in items:
+        if item.module.__name__ in END_TO_END:
+            item.add_marker(pytest.mark.slow)
+
+
+# ---- a timeline of CPU per test (`DUPLEXEVAL_TEST_TIMELINE=FILE`; bench/test_timeline.py reads it) --
+# The machine is shared, so wall time says little: each phase of each test appends one JSON
+# line with its wall time and the CPU of the worker and of its children that ended meanwhile
+# (model servers, ASR subprocesses), with the worker's name and the phase's start time.
+TIMELINE_ENV = "DUPLEXEVAL_TEST_TIMELINE"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    with _timed(item, "setup"):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    with _timed(item, "call"):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    with _timed(item, "teardown"):
+        yield
+
+
+class _timed:
+    def __init__(self, item, phase: str) -> None:
+        self.path = os.environ.get(TIMELINE_ENV)
+        self.item, self.phase = item, phase
+
+    @staticmethod
+    def _cpu() -> float:
+        import resource
+
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    def __enter__(self) -> None:
+        if self.path:
+            import time
+
+            self.t0, self.c0 = time.time(), self._cpu()
+
+    def __exit__(self, *exc) -> None:
+        if self.path:
+            import json
+            import time
+
+            line = {"test": self.item.nodeid, "module": self.item.module.__name__, "phase": self.phase,
+                    "start": round(self.t0, 3), "wall_s": round(time.time() - self.t0, 3),
+                    "cpu_s": round(self._cpu() - self.c0, 3), "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(line) + "\n")
 
 
 def shared_cache_dir(tmp_path_factory) -> Path:

@@ -10,6 +10,7 @@ so Stop clears its 30-eligible-event rule.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,40 @@ def test_scoring_twice_gives_byte_identical_results(runs):
     spec = json.loads((bench_dir / "benchmark.json").read_text())
     score_bench_dir(bench_dir, spec, judges_from_spec(spec))
     assert ((bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()) == before
+
+
+def test_batched_vad_scoring_gives_the_records_of_one_at_a_time(runs, tmp_path, monkeypatch):
+    """The scorer's batched Silero (a job's recordings in one batch) against one recording at a
+    time, each from a cold VAD: no episode cache, no memo, no live stream to replay. The
+    babbler: speech in every window, so every window's episodes count (the oracle's 24 would
+    add ~10 s for rows the memo mostly serves; bench_scoring.py --compare-scorer does 16 scenes)."""
+    from collections import OrderedDict
+
+    from duplexeval.judges import vad, vad_batch
+
+    bench_dir = runs["babble"] / "babbler" / "mpe-implicit"
+    spec = json.loads((bench_dir / "benchmark.json").read_text())
+    original = (bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()
+    shared = Path(os.environ["DUPLEXEVAL_CACHE"])
+    passes = {"one": 0, "batched": []}
+    one, batched = vad.detect_episodes, vad_batch.batch_speech_probabilities
+    monkeypatch.setattr(vad, "detect_episodes", lambda *a, **k: passes.update(one=passes["one"] + 1) or one(*a, **k))
+    monkeypatch.setattr(vad_batch, "batch_speech_probabilities", lambda s: passes["batched"].append(len(s)) or batched(s))
+    out = {}
+    for width in (1, 32):
+        cache = tmp_path / f"cache-{width}"  # the session's ASR and judge caches, a VAD cache of its own
+        cache.mkdir()
+        for kind in shared.iterdir():
+            if kind.name != "vad":
+                (cache / kind.name).symlink_to(kind, target_is_directory=True)
+        monkeypatch.setenv("DUPLEXEVAL_CACHE", str(cache))
+        monkeypatch.setattr(vad, "_trajectory", OrderedDict())
+        monkeypatch.setattr(vad, "_recent", OrderedDict())
+        score_bench_dir(bench_dir, spec, judges_from_spec(spec), vad_batch=width)
+        out[width] = (bench_dir / "results.json").read_bytes(), (bench_dir / "records.jsonl").read_bytes()
+    items = len(list((bench_dir / "items").iterdir()))
+    assert passes["one"] == items and passes["batched"] == [items]  # each path ran its Silero, once per item
+    assert out[1] == out[32] == original
 
 
 def test_manifest_records_what_produced_the_numbers(runs):

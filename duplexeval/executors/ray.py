@@ -2,7 +2,9 @@
 
 Per model (host key) the pool starts `jobs` actors, each reserving the GPUs its spec's
 `launch.gpus` asks for (`num_gpus`) and one CPU, so Ray places them where the hardware
-is; an actor keeps its model server (a local process, or a container through the docker
+is; a one-GPU model whose spec gives its step cost (`launch.gpu_step`) reserves 1/k of a
+GPU instead, k servers per GPU as its memory and step cost allow while keeping real time
+(executors/packing.py; the GPU's memory from $DUPLEXEVAL_GPU_MEMORY_GB); an actor keeps its model server (a local process, or a container through the docker
 backend) across units, and takes a batch of up to the model's `max_sessions` units at once. Actors of a model are killed once none of its units is left, so
 its GPUs go back to the cluster. The run folder must be on storage every node sees (the
 actors and scoring tasks write it directly; nothing large passes through Ray's object
@@ -12,6 +14,7 @@ unit: the driver replaces the actor and requeues the unit (executors/core.py).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from typing import Any
 from duplexeval.executors.base import JobPlan, Unit, UnitWorker
 from duplexeval.executors.core import Batches, Event
 from duplexeval.executors.local import portable_error
+from duplexeval.executors.packing import GPU_MEMORY_ENV, gpu_share
 from duplexeval.executors.registry import WorkerRegistry
 from duplexeval.processes import RESERVED_CORES_ENV
 
@@ -111,7 +115,9 @@ class RayPool:
         self.actor_cls = self.ray.remote(_UnitActor)
         self.score_task = self.ray.remote(**SCORE_OPTIONS)(_score)
         self.pools: dict[str, list[_Actor]] = {}
-        self.gpus: dict[str, int] = {}
+        self.gpus: dict[str, float] = {}
+        memory = os.environ.get(GPU_MEMORY_ENV)
+        self.gpu_memory_gb = float(memory) if memory else None
         # ref -> ("units", actor, first plan, [(plan, unit), ...]) | ("score", None, plan, [])
         self.futures: dict[Any, tuple[str, _Actor | None, JobPlan, list[tuple[JobPlan, Unit]]]] = {}
         self.batches = Batches()
@@ -128,7 +134,9 @@ class RayPool:
 
     def _pool(self, plan: JobPlan) -> list[_Actor]:
         if plan.host_key not in self.pools:
-            self.gpus[plan.host_key] = int(plan.spec.gpus)
+            # several servers share a GPU where the spec's figures allow (executors/packing.py)
+            self.gpus[plan.host_key] = (gpu_share(plan.spec.data, plan.clock, self.gpu_memory_gb, plan.max_sessions)
+                                        if plan.spec.gpus == 1 else int(plan.spec.gpus))
             self.pools[plan.host_key] = [self._new_actor(plan.host_key) for _ in range(self.jobs)]
         return self.pools[plan.host_key]
 

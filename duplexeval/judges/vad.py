@@ -382,16 +382,23 @@ def detect_episodes(audio: np.ndarray, rate: int, *, threshold: float = DEFAULT_
         vad.flush()
         return vad.episodes()
     if mode == "offline":
-        from silero_vad import get_speech_timestamps_from_probs  # imports torch (sets 1 thread)
-
-        probs = speech_probabilities(audio_16k)
-        stamps = get_speech_timestamps_from_probs(
-            list(map(float, probs)), sampling_rate=VAD_RATE, threshold=threshold,
-            neg_threshold=max(threshold - hysteresis, 0.01),
-            min_speech_duration_ms=int(min_speech_ms), min_silence_duration_ms=int(merge_gap_ms),
-            speech_pad_ms=int(speech_pad_ms), return_seconds=False, audio_length_samples=len(audio_16k))
-        return [(round(s["start"] / VAD_RATE, 6), round(s["end"] / VAD_RATE, 6)) for s in stamps]
+        return _offline_episodes(speech_probabilities(audio_16k), len(audio_16k), threshold=threshold,
+                                 min_speech_ms=min_speech_ms, merge_gap_ms=merge_gap_ms, hysteresis=hysteresis,
+                                 speech_pad_ms=speech_pad_ms)
     raise ValueError(f"unknown VAD mode {mode!r}; use 'causal' or 'offline'")
+
+
+def _offline_episodes(probs: np.ndarray, n_samples: int, *, threshold: float, min_speech_ms: float,
+                      merge_gap_ms: float, hysteresis: float, speech_pad_ms: int) -> list[tuple[float, float]]:
+    """Silero's reference segmentation of per-window probabilities (`detect_episodes`' offline mode)."""
+    from silero_vad import get_speech_timestamps_from_probs  # imports torch (sets 1 thread)
+
+    stamps = get_speech_timestamps_from_probs(
+        list(map(float, probs)), sampling_rate=VAD_RATE, threshold=threshold,
+        neg_threshold=max(threshold - hysteresis, 0.01),
+        min_speech_duration_ms=int(min_speech_ms), min_silence_duration_ms=int(merge_gap_ms),
+        speech_pad_ms=int(speech_pad_ms), return_seconds=False, audio_length_samples=n_samples)
+    return [(round(s["start"] / VAD_RATE, 6), round(s["end"] / VAD_RATE, 6)) for s in stamps]
 
 
 def vad_hysteresis(vad: dict) -> float:

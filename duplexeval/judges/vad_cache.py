@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from duplexeval.io import sha256_bytes
-from duplexeval.judges import vad
+from duplexeval.judges import vad, vad_batch
 from duplexeval.store import ContentStore
 
 log = logging.getLogger(__name__)
@@ -39,9 +39,7 @@ def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speec
                               "merge_gap_ms": float(merge_gap_ms), "mode": mode, "hysteresis": float(hysteresis)}
     if speech_pad_ms:  # only when asked, so every existing key stays as it was
         params["speech_pad_ms"] = int(speech_pad_ms)
-    samples = np.ascontiguousarray(audio, dtype="<f4").reshape(-1)
-    components = {"v": EPISODES_CACHE_VERSION, "scorer": scorer, "audio_sha256": sha256_bytes(samples.tobytes()),
-                  "rate": int(rate), "params": params, "versions": _vad_versions()}
+    components = _components(audio, rate, params, scorer)
     store = ContentStore.of("vad", cache_dir)
     if cache:
         hit = store.get(components)
@@ -57,6 +55,53 @@ def cached_episodes(audio: np.ndarray, rate: int, *, threshold: float, min_speec
     if cache:
         store.put(components, [list(e) for e in episodes])
     return episodes
+
+
+def cached_episodes_batch(audios: list[np.ndarray], rate: int, *, threshold: float, min_speech_ms: float,
+                          merge_gap_ms: float, mode: Literal["causal", "offline"], hysteresis: float, scorer: str,
+                          cache: bool = True, cache_dir: Path | None = None,
+                          speech_pad_ms: int = 0) -> list[list[tuple[float, float]]]:
+    """`cached_episodes` of many clips: the cache misses go to Silero as one batch.
+
+    Keys, entries and episodes are those of one `cached_episodes` call per clip (same
+    components, `vad_batch.detect_episodes_batch` gives the same episodes), so a clip scored
+    batched is a cache hit for a later one-at-a-time call and the other way round.
+    """
+    params: dict[str, Any] = {"threshold": float(threshold), "min_speech_ms": float(min_speech_ms),
+                              "merge_gap_ms": float(merge_gap_ms), "mode": mode, "hysteresis": float(hysteresis)}
+    if speech_pad_ms:
+        params["speech_pad_ms"] = int(speech_pad_ms)
+    store = ContentStore.of("vad", cache_dir)
+    out: list[list[tuple[float, float]] | None] = [None] * len(audios)
+    keys: list[dict[str, Any]] = []
+    for i, audio in enumerate(audios):
+        components = _components(audio, rate, params, scorer)
+        keys.append(components)
+        if cache:
+            hit = store.get(components)
+            if hit is not None:
+                try:
+                    out[i] = [(float(s), float(e)) for s, e in hit]
+                except (ValueError, TypeError) as exc:
+                    log.warning("ignoring a VAD cache entry that holds no episodes (%s); running the VAD again", exc)
+    misses = [i for i, eps in enumerate(out) if eps is None]
+    found = vad_batch.detect_episodes_batch(
+        [audios[i] for i in misses], rate, threshold=params["threshold"], min_speech_ms=params["min_speech_ms"],
+        merge_gap_ms=params["merge_gap_ms"], mode=mode, hysteresis=params["hysteresis"],
+        speech_pad_ms=int(speech_pad_ms)) if misses else []
+    for i, eps in zip(misses, found):
+        episodes = [(float(s), float(e)) for s, e in eps]
+        out[i] = episodes
+        if cache:
+            store.put(keys[i], [list(e) for e in episodes])
+    return [eps or [] for eps in out]
+
+
+def _components(audio: np.ndarray, rate: int, params: dict[str, Any], scorer: str) -> dict[str, Any]:
+    """A cache key's components: the samples' sha256, the rules, the versions, the scorer."""
+    samples = np.ascontiguousarray(audio, dtype="<f4").reshape(-1)
+    return {"v": EPISODES_CACHE_VERSION, "scorer": scorer, "audio_sha256": sha256_bytes(samples.tobytes()),
+            "rate": int(rate), "params": params, "versions": _vad_versions()}
 
 
 @lru_cache(maxsize=1)

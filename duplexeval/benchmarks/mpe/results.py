@@ -25,7 +25,7 @@ from typing import Any, Callable
 from duplexeval.benchmarks.bench_folder import item_statuses as folder_item_statuses, score_bench_folder, status_counts
 from duplexeval.benchmarks.mpe import metrics as mpe
 from duplexeval.benchmarks.mpe.plan_file import read_plan_file
-from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, score_item
+from duplexeval.benchmarks.mpe.score import CallCounter, DecidingJudge, Transcriber, model_episodes_batch, score_item
 from duplexeval.io import read_jsonl, sha256_json
 from duplexeval.stats import wilson_interval
 
@@ -182,16 +182,34 @@ def error_records(item_dir: Path, status: str, bench_spec: dict[str, Any]) -> li
 
 def score_bench_dir(bench_dir: str | Path, bench_spec: dict[str, Any], judges: dict[str, DecidingJudge], *,
                     transcriber: Transcriber | None = None,
-                    progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+                    progress: Callable[[int, int, str], None] | None = None,
+                    vad_batch: int | None = None) -> dict[str, Any]:
     """Scores every finished item of one model x benchmark folder; writes records and results.
 
     `progress(done, total, item_id)`, when given, is called after each item (ASR and judges
-    included); it only reports, so the files written are the same with or without it."""
+    included); it only reports, so the files written are the same with or without it.
+    `vad_batch`: the finished items' Silero passes run `vad_batch` recordings at a time
+    (`model_episodes_batch`; default duplexeval.judges.vad_batch.BATCH_STREAMS, 1 = one at a time);
+    the records are the same either way (tests/test_vad_batched.py)."""
+    from duplexeval.judges.vad_batch import BATCH_STREAMS
+
+    vad_batch = BATCH_STREAMS if vad_batch is None else vad_batch
     bench_dir = Path(bench_dir)
     calls = CallCounter()
+    statuses = item_statuses(bench_dir)
+    ok = [d for d, status in statuses if status == "ok"]
+    episodes: dict[Path, Any] = {}
+
+    def score_ok(d: Path) -> list[dict[str, Any]]:
+        if vad_batch > 1 and d not in episodes:  # the next `vad_batch` items' VAD, as one batch
+            at = ok.index(d)
+            episodes.clear()  # one chunk of recordings held at a time
+            episodes.update(model_episodes_batch(ok[at:at + vad_batch], bench_spec["vad"]))
+        return score_item(d, bench_spec, judges, transcriber=transcriber, calls=calls, episodes=episodes.get(d))
+
     return score_bench_folder(
-        bench_dir, item_statuses(bench_dir),
-        score_ok=lambda d: score_item(d, bench_spec, judges, transcriber=transcriber, calls=calls),
+        bench_dir, statuses,
+        score_ok=score_ok,
         score_not_ok=lambda d, status: error_records(d, status, bench_spec),
         aggregate=lambda records, counts: aggregate(records, bench_spec, calls, counts),
         progress=progress)

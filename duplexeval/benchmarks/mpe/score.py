@@ -118,11 +118,12 @@ def _verdict_fields(verdict: Any) -> dict[str, Any]:
 
 def score_item(item_dir: str | Path, bench_spec: dict[str, Any], judges: dict[str, DecidingJudge], *,
                transcriber: Transcriber | None = None, calls: CallCounter | None = None,
-               item_id: str | None = None) -> list[dict[str, Any]]:
+               item_id: str | None = None, episodes: list[mpe.Episode] | None = None) -> list[dict[str, Any]]:
     """One record per scored unit (Start, Answer, Shush window, Stop event) of one item.
 
     `judges` maps the spec's roles ("answer", "backchannel") to judge objects. Episodes on
-    channel 1 come from duplexeval.judges.vad.detect_episodes with the spec's vad block.
+    channel 1 come from duplexeval.judges.vad.detect_episodes with the spec's vad block,
+    unless `episodes` brings them (`model_episodes_batch`: the job's items at once).
     """
     item_dir = Path(item_dir)
     item_id = item_id or item_dir.name
@@ -131,7 +132,8 @@ def score_item(item_dir: str | Path, bench_spec: dict[str, Any], judges: dict[st
     rec_path, ev_path = item_dir / "recording.wav", item_dir / "events.jsonl"
     _, model, rate = read_stereo_recording(rec_path)
     timeline = timeline_from_events(read_jsonl(ev_path), len(model) / rate, ev_path)
-    episodes = model_episodes(model, rate, bench_spec["vad"])
+    if episodes is None:
+        episodes = model_episodes(model, rate, bench_spec["vad"])
     params = bench_spec["metrics"]
     asr = EpisodeTranscripts(model, rate, bench_spec["asr"], transcriber, calls, float(params["asr_pad_s"]))
     base = {
@@ -170,6 +172,32 @@ def model_episodes(model: np.ndarray, rate: int, vad: dict[str, Any], *, cache: 
     return cached_episodes(model, rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
                            merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad["mode"], hysteresis=vad_hysteresis(vad),
                            scorer="mpe", cache=cache, cache_dir=cache_dir)
+
+
+def model_episodes_batch(item_dirs: list[Path], vad: dict[str, Any]) -> dict[Path, list[mpe.Episode]]:
+    """`model_episodes` of several items' recordings, their Silero passes run as one batch
+    (duplexeval.judges.vad_batch.detect_episodes_batch: the same episodes, the same cache entries).
+
+    An item whose recording cannot be read is left out: `score_item` reads it again and
+    reports it where it reports every damaged recording.
+    """
+    from duplexeval.judges.vad import vad_hysteresis
+    from duplexeval.judges.vad_cache import cached_episodes_batch
+
+    by_rate: dict[int, list[tuple[Path, np.ndarray]]] = {}
+    for d in item_dirs:
+        try:
+            _, model, rate = read_stereo_recording(d / "recording.wav")
+        except Exception:  # noqa: BLE001 - score_item meets it again and reports it
+            continue
+        by_rate.setdefault(rate, []).append((d, model))
+    out: dict[Path, list[mpe.Episode]] = {}
+    for rate, items in by_rate.items():
+        found = cached_episodes_batch(
+            [m for _, m in items], rate, threshold=float(vad["threshold"]), min_speech_ms=float(vad["min_speech_ms"]),
+            merge_gap_ms=float(vad["merge_gap_ms"]), mode=vad["mode"], hysteresis=vad_hysteresis(vad), scorer="mpe")
+        out.update({d: eps for (d, _), eps in zip(items, found)})
+    return out
 
 
 def _score_t(timeline, turn, episodes, params, asr, judges, calls, common, t_reply) -> list[dict[str, Any]]:
