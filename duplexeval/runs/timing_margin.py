@@ -123,8 +123,10 @@ def _mirror_run(run_dir: Path, scratch: Path) -> Path:
 
 
 def rescore_shifted(run_dir: Path, asr_s: float, vad_s: float, scratch: Path,
-                    progress: Callable[[str], None] | None = None) -> tuple[Path, list[str]]:
-    """A scratch mirror of `run_dir`, every folder re-scored under the shift; (mirror, errors)."""
+                    progress: Callable[[str], None] | None = None,
+                    only: set[str] | None = None) -> tuple[Path, list[str]]:
+    """A scratch mirror of `run_dir`, every folder (or the `only` ones, "<model>/<benchmark>";
+    the others keep the run's results) re-scored under the shift; (mirror, errors)."""
     from duplexeval.benchmarks import benchmark_for
     from duplexeval.judges.cache import CacheMiss
     from duplexeval.runfolder.bench_folders import SPEC_SNAPSHOTS, bench_dirs, bench_spec_for
@@ -134,6 +136,8 @@ def rescore_shifted(run_dir: Path, asr_s: float, vad_s: float, scratch: Path,
     errors: list[str] = []
     with shifted_timings(asr_s, vad_s):
         for folder in bench_dirs(mirror):
+            if only is not None and f"{folder.parent.name}/{folder.name}" not in only:
+                continue
             spec = bench_spec_for(folder)
             snapshot = next((folder / n for n in SPEC_SNAPSHOTS if (folder / n).is_file()), None)
             family = benchmark_for(spec, snapshot or folder)
@@ -152,8 +156,10 @@ def rescore_shifted(run_dir: Path, asr_s: float, vad_s: float, scratch: Path,
 
 def timing_margin(run_dir: Path, golden_paths: list[Path], shift_s: float = 0.05,
                   shifts: tuple[tuple[str, int, int], ...] = SHIFTS,
-                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                  progress: Callable[[str], None] | None = None,
+                  only: set[str] | None = None) -> dict[str, Any]:
     """Re-score `run_dir` under each shift; every golden cell whose comparison status moves.
+    `only` limits the re-scoring to those "<model>/<benchmark>" folders.
 
     Returns {"moved": [Moved], "errors": [str], "compared": int}: `compared` counts the
     golden cells the run locates (each checked under every shift)."""
@@ -172,7 +178,7 @@ def timing_margin(run_dir: Path, golden_paths: list[Path], shift_s: float = 0.05
                 progress(f"{name}: {label}")
             scratch = Path(tmp) / name
             mirror, errs = rescore_shifted(run_dir, asr_sign * shift_s, vad_sign * shift_s, scratch,
-                                           progress=(lambda m: progress(f"  {m}")) if progress else None)
+                                           progress=(lambda m: progress(f"  {m}")) if progress else None, only=only)
             errors += [f"{name}: {e}" for e in errs]
             for g in goldens:
                 for r in compare_run(load_run(mirror), g):
