@@ -78,7 +78,8 @@ def published_rows(table: PaperTable, golden: Golden) -> list[PaperRow]:
                                                                    cells=[None] * len(table.columns)))
                 # The first cell of a column wins, unless it is only a bound and a later one prints
                 # the value (Duplex-MPE: Table 3's "0.0123 or less", the project page's 0.0031).
-                if row.cells[i] is None or (row.cells[i]["value"] is None and cell.value is not None):
+                held = row.cells[i]
+                if held is None or (held["value"] is None and cell.value is not None):
                     row.cells[i] = _published_cell(cell)
                 if row.label != cell.row:  # the paper's rows are not models here (an ablation): name the model
                     row.label = cell.run["model"]
