@@ -23,6 +23,7 @@ from duplexeval.reports.golden import load_golden
 from duplexeval.reports.render import write_report
 from duplexeval.runfolder.run_dir import load_run
 from duplexeval.runs.statistics import write_statistics
+from duplexeval.runs.timing_margin import APART, timing_margin
 from duplexeval.specs import repo_root
 
 CONDITIONS = ("mpe-explicit", "mpe-implicit")
@@ -73,6 +74,16 @@ def test_runs_match_golden_embedded(runs):
         rows = compare_run(load_run(run_dir), golden)
         assert not failed(rows, allow_missing=True), [r for r in rows if r.status not in ("ok", "missing")]  # a partial run
         assert any(r.status == "ok" for r in rows)
+
+
+def test_the_oracles_start_and_answer_do_not_hinge_on_50_ms_of_asr_or_vad_timing(runs):
+    """Issue 35: with every ASR word and VAD edge moved 50 ms (ASR later and VAD earlier, and the
+    reverse), no embedded golden cell of the oracle moves (it answers 0.16-0.24 s after T's end;
+    at 0-0.08 s, VAD -50 ms read its replies as already speaking: Start 0.79)."""
+    out = timing_margin(runs["full"], [repo_root() / "golden" / "embedded.yaml"], 0.05, shifts=APART,
+                        only={"oracle/mpe-explicit", "oracle/mpe-implicit"})
+    assert out["compared"] >= 10 and not out["errors"], out["errors"]
+    assert not out["moved"], [m.line() for m in out["moved"]]
 
 
 def test_scoring_twice_gives_byte_identical_results(runs):

@@ -19,6 +19,7 @@ from duplexeval.reports.compare import compare_run, failed
 from duplexeval.reports.golden import load_golden
 from duplexeval.reports.render import write_report
 from duplexeval.runfolder.run_dir import load_run
+from duplexeval.runs.timing_margin import APART, SHIFTS, timing_margin
 from duplexeval.specs import repo_root
 
 BENCHES = ["mtr-combo-sipb", "mtr-interruption", "mtr-safety", "mtr-safety-interruption", "mtr-quality"]
@@ -50,7 +51,7 @@ def test_oracle_succeeds_on_every_feature_of_the_combination(run_dir):
     m = results(run_dir, "oracle", "mtr-combo-sipb")["metrics"]
     for f in ("success", "success_smooth", "success_interruption", "success_pause", "success_background"):
         assert m[f]["value"] == 1.0, (f, m[f])
-    assert 0.0 <= m["latency_s"]["value"] < 0.3
+    assert 0.1 <= m["latency_s"]["value"] < 0.5  # the oracle starts 0.16-0.24 s after the turn (golden bounds 0-0.5)
     assert results(run_dir, "oracle", "mtr-safety")["metrics"]["refusal"]["value"] == 1.0
 
 
@@ -102,6 +103,24 @@ def test_runs_match_golden_embedded(run_dir):
     rows = compare_run(load_run(run_dir), load_golden(repo_root() / "golden" / "embedded.yaml"))
     assert not failed(rows, allow_missing=True), [r for r in rows if r.status not in ("ok", "missing")]  # a partial run
     assert sum(1 for r in rows if r.status == "ok" and ".mtr." in r.cell_id) >= 15
+
+
+def test_no_golden_cell_hinges_on_50_ms_of_asr_or_vad_timing(run_dir):
+    """Issue 35: the run re-scored from its cached transcripts and episodes with every ASR word
+    and VAD edge moved 50 ms (ASR later and VAD earlier, and the reverse): no embedded golden
+    cell's comparison changes (`make reproduce` checks the whole suite the same way)."""
+    out = timing_margin(run_dir, [repo_root() / "golden" / "embedded.yaml"], 0.05, shifts=APART)
+    assert out["compared"] >= 20 and not out["errors"], out["errors"]
+    assert not out["moved"], [m.line() for m in out["moved"]]
+
+
+def test_the_timing_margin_sees_a_cell_that_hinges_on_timing(run_dir):
+    """The same check can fail: 1.5 s moves the oracle's replies into the next user turn."""
+    out = timing_margin(run_dir, [repo_root() / "golden" / "embedded.yaml"], 1.5, shifts=SHIFTS[:1],
+                        only={"oracle/mtr-combo-sipb"})
+    moved = {m.cell_id for m in out["moved"]}
+    assert "embedded.mtr.oracle.combo-sipb.success.r1-10" in moved, moved
+    assert all(m.status == "ok" and m.shifted_status != "ok" for m in out["moved"])
 
 
 def test_rescoring_gives_byte_identical_results(run_dir):

@@ -21,8 +21,12 @@ from duplexeval.protocol.server import DuplexServer, run_server
 from duplexeval.tts import synthesize
 
 VOICE = "slt"
-# Well inside the 0.5 s turn gap even after the VAD's 120 ms confirmation (§3.4).
-ANSWER_DELAY_S = 0.1
+# 3 frames after the frame in which T ends: the onset lands 0.16-0.24 s after T's end, so
+# it sits >= 0.16 s from Duplex-MPE's Start boundary (no speech at T's end: a reply begun
+# within ~50 ms of it read as "already speaking" when the ASR/VAD timing moved, issue 35)
+# and >= 0.26 s before the 0.5 s turn gap ends; MTR and Full-Duplex-Bench latencies read
+# ~0.2 s, inside their golden bounds with the same margin (`duplexeval timing-margin`).
+ANSWER_DELAY_S = 0.25
 N4_REPLY_DELAY_S = 0.4
 N4_REPLY = (
     "Sure, let me walk you through it step by step, starting with the first part, "

@@ -90,6 +90,10 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         golden_rows += diff
         ok &= not failed(diff)
 
+    margin_ms = suite.get("timing_margin_ms")
+    if margin_ms:
+        ok &= _timing_margin(run_dir, [Path(p) for p in golden_paths], float(margin_ms))
+
     written = write_report(run_dir, families=plugins(), formats=["html", "latex"], golden_paths=golden_paths)
     click.echo("")
     for fmt, report_path in written.items():
@@ -103,6 +107,27 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
         click.echo(f"reproduce: every comparison within tolerance, but {lost} item(s) errored", err=True)
         sys.exit(ITEMS_ERRORED)
     click.echo("reproduce: every comparison within tolerance")
+
+
+def _timing_margin(run_dir: Path, golden_paths: list[Path], margin_ms: float) -> bool:
+    """The suite's `timing_margin_ms`: no golden cell may move when every ASR word time and VAD
+    edge moves by that much (duplexeval.runs.timing_margin); True when none does."""
+    from duplexeval.runs.timing_margin import APART, timing_margin
+
+    click.echo(f"\n== timing margin: {run_dir} re-scored with ASR words and VAD edges moved {margin_ms:g} ms apart, "
+               "each way")
+    try:
+        out = timing_margin(run_dir, golden_paths, margin_ms / 1000.0, shifts=APART)
+    except ValueError as exc:  # a folder the scorers refuse: the check cannot vouch for the margin
+        click.echo(f"timing margin: not checked: {exc}")
+        return False
+    for e in out["errors"]:
+        click.echo(f"not re-scorable: {e}")
+    for m in out["moved"]:
+        click.echo(f"moved: {m.line()}")
+    cells = len({m.cell_id for m in out["moved"]})
+    click.echo(f"timing margin +-{margin_ms:g} ms: {cells} of {out['compared']} located golden cell(s) move")
+    return not out["moved"] and not out["errors"]
 
 
 COMMANDS = [reproduce]

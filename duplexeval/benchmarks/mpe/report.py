@@ -100,7 +100,24 @@ _T16 = (Column("explicit only", {**_MCNEMAR, "field": "first_only"}, decimals=0)
 _T17 = (Column("explicit", _loc("mpe-explicit", "response"), group="response rate"),
         Column("implicit", _loc("mpe-implicit", "response"), group="response rate"))
 
+# The project page's results table (https://step-out.github.io/Duplex-MPE-Page/, section 03):
+# both conditions, the four scores, Stop's eligible events and the two coverage diagnostics.
+# Its golden cells are `table: project page`; the page's values that Table 3 / 9 / 14-15 and
+# §4.3 already hold come from those cells (the page agrees with each of them).
+_PAGE = tuple(Column(label, _loc(f"mpe-{cond}", metric, fld), group=cond, decimals=0 if fld != "value" else 4)
+              for cond in ("explicit", "implicit")
+              for label, metric, fld in (("Start", "start", "value"), ("Answer", "answer", "value"),
+                                         ("Shush", "shush", "value"), ("Stop", "stop", "value"),
+                                         ("Stop n", "stop", "denominator"), ("presence", "presence", "value"),
+                                         ("window response", "window_response", "value")))
+
 PAPER_TABLES = (
+    PaperTable("paper-mpe-page", "Duplex-MPE project page — results, both conditions", PAPER,
+               ("project page", "Table 3", "Table 9", "Table 14", "Table 15", "Table 15 (lesson arithmetic)", "§4.3"),
+               _PAGE,
+               note="From the authors' project page (https://step-out.github.io/Duplex-MPE-Page/). "
+                    "Window response (speech during an N4 question or its 3 s gap) is not computed by "
+                    "this harness's scorer: its cells have no run value."),
     PaperTable("paper-mpe-t3", "Duplex-MPE Table 3 — scores per condition", PAPER, ("Table 3",), _T3),
     PaperTable("paper-mpe-t9", "Duplex-MPE Table 9 — Start outcomes and response presence (explicit)", PAPER,
                ("Table 9", "Table 3"), _T9),

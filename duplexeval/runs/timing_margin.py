@@ -1,0 +1,190 @@
+"""Does a golden cell hinge on tens of milliseconds of ASR or VAD timing? (issue 35, item 1)
+
+`make reproduce` compares a run with golden cells whose values come from rules with sharp
+edges: a word gap of at most 2 s, a reply begun within 5 s, speech at event start + 0.3 s.
+When a stimulus puts an ASR word or a VAD edge within a few tens of milliseconds of such an
+edge, the cell's value depends on the ASR's timing on that machine (Whisper's timestamps
+move by ~20 ms between CPUs and library builds), and a clean clone can fail.
+
+`timing_margin` re-scores a finished run with every ASR word time and every VAD episode
+edge moved by a fixed shift (both later, both earlier, and the two opposite ways) and
+compares each re-scored run with the golden files: a cell whose comparison status changes
+under a shift sits within that shift of a rule boundary. Nothing is re-run: the scorers
+read the cached transcripts and episodes (duplexeval/store.py) and the shift is applied on
+top, through the two functions every scorer calls (`duplexeval.judges.asr.transcribe`,
+`duplexeval.judges.vad_cache.cached_episodes`).
+
+Re-scoring never touches the run: it happens in a scratch mirror whose files are symlinks
+to the run's (the scorers write atomically, so a write replaces the link, never the file).
+Judge verdicts: a judged text can change under a shift (a word moves into a window), so
+the offline judges (free, local) are asked again (`read` mode); a run with any other judge
+is re-scored in `replay` mode, and a verdict nobody has paid for stops that folder with an
+error row instead of a call.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# (name, sign of the ASR shift, sign of the VAD shift): both later, both earlier, and apart.
+SHIFTS: tuple[tuple[str, int, int], ...] = (
+    ("later", 1, 1),
+    ("earlier", -1, -1),
+    ("asr-later-vad-earlier", 1, -1),
+    ("asr-earlier-vad-later", -1, 1),
+)
+# The two shifts that move ASR and VAD apart: each direction of each once, at half the cost
+# (what `reproduce` checks; every cell the four moved on the embedded run, issue 35, moved
+# under one of these two).
+APART = SHIFTS[2:]
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A golden cell whose comparison changed under one shift."""
+
+    cell_id: str
+    shift: str
+    status: str          # under the run
+    shifted_status: str  # under the shift
+    got: float | None
+    shifted_got: float | None
+
+    def line(self) -> str:
+        return (f"{self.cell_id}: {self.status} ({_num(self.got)}) -> {self.shifted_status} "
+                f"({_num(self.shifted_got)}) with {self.shift}")
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _clamp(t: float, duration: float) -> float:
+    return round(min(max(t, 0.0), duration), 3)
+
+
+@contextmanager
+def shifted_timings(asr_s: float, vad_s: float) -> Iterator[None]:
+    """While active, every transcript's word times move by `asr_s` and every VAD episode's
+    edges by `vad_s` (seconds, clamped to the audio), whatever the scorer asking."""
+    import duplexeval.judges.asr as asr_mod
+    import duplexeval.judges.vad_cache as vad_mod
+    from duplexeval.judges.transcript import Transcript, Word
+
+    transcribe, cached_episodes = asr_mod.transcribe, vad_mod.cached_episodes
+
+    def shifted_transcribe(audio: Any, rate: int, *args: Any, **kwargs: Any) -> Transcript:
+        t = transcribe(audio, rate, *args, **kwargs)
+        duration = len(audio) / float(rate)
+        words = [Word(w.text, _clamp(w.start + asr_s, duration), _clamp(w.end + asr_s, duration)) for w in t.words]
+        return Transcript(t.text, words, t.backend, t.model, from_cache=t.from_cache)
+
+    def shifted_episodes(audio: Any, rate: int, *args: Any, **kwargs: Any) -> list[tuple[float, float]]:
+        duration = len(audio) / float(rate)
+        out = [(_clamp(s + vad_s, duration), _clamp(e + vad_s, duration))
+               for s, e in cached_episodes(audio, rate, *args, **kwargs)]
+        return [(s, e) for s, e in out if e > s]
+
+    asr_mod.transcribe, vad_mod.cached_episodes = shifted_transcribe, shifted_episodes  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        asr_mod.transcribe, vad_mod.cached_episodes = transcribe, cached_episodes  # type: ignore[assignment]
+
+
+def judge_cache_mode(spec: dict[str, Any]) -> str:
+    """`read` when every judge the benchmark names is the offline heuristic (asking it again
+    is free), else `replay` (a verdict not in the cache is an error, never a paid call)."""
+    from duplexeval.specs import Registry
+
+    registry = Registry.load()
+    for judge_id in (spec.get("judges") or {}).values():
+        try:
+            provider = registry.get("judge", str(judge_id)).data.get("provider")
+        except Exception:  # noqa: BLE001 - an unknown judge is not known to be free
+            return "replay"
+        if provider != "offline":
+            return "replay"
+    return "read"
+
+
+def _mirror_run(run_dir: Path, scratch: Path) -> Path:
+    dest = scratch / run_dir.name
+    shutil.copytree(run_dir, dest, symlinks=True,
+                    copy_function=lambda src, dst: os.symlink(os.path.abspath(src), dst))
+    return dest
+
+
+def rescore_shifted(run_dir: Path, asr_s: float, vad_s: float, scratch: Path,
+                    progress: Callable[[str], None] | None = None,
+                    only: set[str] | None = None) -> tuple[Path, list[str]]:
+    """A scratch mirror of `run_dir`, every folder (or the `only` ones, "<model>/<benchmark>";
+    the others keep the run's results) re-scored under the shift; (mirror, errors)."""
+    from duplexeval.benchmarks import benchmark_for
+    from duplexeval.judges.cache import CacheMiss
+    from duplexeval.runfolder.bench_folders import SPEC_SNAPSHOTS, bench_dirs, bench_spec_for
+    from duplexeval.runs.statistics import write_statistics
+
+    mirror = _mirror_run(run_dir, scratch)
+    errors: list[str] = []
+    with shifted_timings(asr_s, vad_s):
+        for folder in bench_dirs(mirror):
+            if only is not None and f"{folder.parent.name}/{folder.name}" not in only:
+                continue
+            spec = bench_spec_for(folder)
+            snapshot = next((folder / n for n in SPEC_SNAPSHOTS if (folder / n).is_file()), None)
+            family = benchmark_for(spec, snapshot or folder)
+            if progress:
+                progress(f"{folder.parent.name}/{folder.name}")
+            try:
+                family.score_dir(folder, spec, judge_cache_mode(spec))
+            except CacheMiss as exc:
+                errors.append(f"{folder.parent.name}/{folder.name}: needs judge verdicts the cache does not hold: "
+                              f"{str(exc).splitlines()[0]}")
+    if (run_dir / "statistics.json").exists():
+        (mirror / "statistics.json").unlink()
+        write_statistics(mirror)
+    return mirror, errors
+
+
+def timing_margin(run_dir: Path, golden_paths: list[Path], shift_s: float = 0.05,
+                  shifts: tuple[tuple[str, int, int], ...] = SHIFTS,
+                  progress: Callable[[str], None] | None = None,
+                  only: set[str] | None = None) -> dict[str, Any]:
+    """Re-score `run_dir` under each shift; every golden cell whose comparison status moves.
+    `only` limits the re-scoring to those "<model>/<benchmark>" folders.
+
+    Returns {"moved": [Moved], "errors": [str], "compared": int}: `compared` counts the
+    golden cells the run locates (each checked under every shift)."""
+    from duplexeval.reports.compare import MISSING, compare_run
+    from duplexeval.reports.golden import load_golden
+    from duplexeval.runfolder.run_dir import load_run
+
+    goldens = [load_golden(p) for p in golden_paths]
+    base = {r.cell_id: r for g in goldens for r in compare_run(load_run(run_dir), g)}
+    moved: list[Moved] = []
+    errors: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="duplexeval-timing-margin-") as tmp:
+        for name, asr_sign, vad_sign in shifts:
+            label = f"ASR {asr_sign * shift_s * 1000:+.0f} ms, VAD {vad_sign * shift_s * 1000:+.0f} ms"
+            if progress:
+                progress(f"{name}: {label}")
+            scratch = Path(tmp) / name
+            mirror, errs = rescore_shifted(run_dir, asr_sign * shift_s, vad_sign * shift_s, scratch,
+                                           progress=(lambda m: progress(f"  {m}")) if progress else None, only=only)
+            errors += [f"{name}: {e}" for e in errs]
+            for g in goldens:
+                for r in compare_run(load_run(mirror), g):
+                    b = base.get(r.cell_id)
+                    if b is not None and b.status != r.status:
+                        moved.append(Moved(r.cell_id, label, b.status, r.status, b.got, r.got))
+            shutil.rmtree(scratch, ignore_errors=True)
+    located = [r for r in base.values() if r.status != MISSING]
+    return {"moved": moved, "errors": errors, "compared": len(located)}
