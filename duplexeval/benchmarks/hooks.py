@@ -4,12 +4,14 @@ caller types what it needs by the group, so the report asks only `Reports` of a 
 `duplexeval score` only `Scores`, and a new hook finds its place in exactly one group
 (tests/test_benchmark_plugins.py checks every public hook of `Benchmark` is in one).
 
-    Runs      the executor and `run`:        family, plan, after_run
+    Runs      the executor and `run`:        family, plan, after_run, statistics, unit_audio_s,
+              planned_units
     Scores    `score`, `verify`:              score_dir, result_lines, outcomes
     Reports   reports/ (handed the plug-ins): report_sections, report_item, record_span,
               record_speech, turn_roles, higher_is_better, paper_arithmetic, paper_golden_files
               (= reports.sections.FamilyReport, defined below the families' layer)
-    Data      `data`, `export-recordings`:    data_importers, recording_exporters
+    Data      `data`, `import-recordings`,    data_importers, recording_exporters, recording_importers,
+              `export-recordings`:            recording_import_refusal
     Commands  the CLI:                        commands
 """
 
@@ -23,7 +25,7 @@ from duplexeval.reports.sections import FamilyReport as Reports
 if TYPE_CHECKING:
     import click
 
-    from duplexeval.benchmarks.base import DataImporter, ItemProgress, RecordingExporter
+    from duplexeval.benchmarks.base import DataImporter, ItemProgress, RecordingExporter, RecordingImporter
     from duplexeval.executors.base import JobPlan
     from duplexeval.runfolder.plan import Job
 
@@ -39,6 +41,13 @@ class Runs(Protocol):
 
     def after_run(self, run_dir: Path, jobs: list[Job], *, cache_mode: str, limit: int | None,
                   progress: Callable[[str], None]) -> None: ...
+
+    def statistics(self, run_dir: Path) -> dict[str, Any] | None: ...
+
+    def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                     clock: str = "realtime") -> float | None: ...
+
+    def planned_units(self, bench: dict[str, Any]) -> int | None: ...
 
 
 @runtime_checkable
@@ -60,6 +69,10 @@ class Data(Protocol):
     def data_importers(self) -> dict[str, DataImporter]: ...
 
     def recording_exporters(self) -> dict[str, RecordingExporter]: ...
+
+    def recording_importers(self) -> dict[str, RecordingImporter]: ...
+
+    def recording_import_refusal(self) -> str | None: ...
 
 
 @runtime_checkable
