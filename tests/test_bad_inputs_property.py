@@ -18,15 +18,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
-from hypothesis import strategies as st
+from fuzz_settings import fuzz
+from hypothesis import given, strategies as st
+from report_fixture import make_run
 
 from duplexeval.cli import cli
 from duplexeval.reports.compare import compare_run
 from duplexeval.reports.golden import golden_dir, load_golden
 from duplexeval.runfolder.run_dir import load_run
-from fuzz_settings import fuzz
-from report_fixture import make_run
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SCHEDULER_FIELDS = ("turn_gap_s", "yield_silence_s", "max_wait_s", "n4_gap_s")

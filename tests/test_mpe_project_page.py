@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from report_fixture import make_run
 
 from duplexeval.benchmarks import plugins
 from duplexeval.benchmarks.mpe.report import PAPER_TABLES
@@ -14,7 +15,6 @@ from duplexeval.reports.golden import golden_dir, load_golden
 from duplexeval.reports.paper_tables import published_rows
 from duplexeval.reports.render import ReportInputs, build_context, render_html
 from duplexeval.runfolder.run_dir import load_run
-from report_fixture import make_run
 
 PAGE = "https://step-out.github.io/Duplex-MPE-Page/"
 MODELS = ("minicpm-o-4.5", "voila", "flm-audio", "moshi", "freeze-omni")

@@ -10,6 +10,7 @@ writer that follows the prompt's counts; schema, rules and plan checks are the r
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml

@@ -172,7 +172,6 @@ def test_vllm_omnis_server_side_cancel_stops_the_reply_for_the_listener(tmp_path
     assert cancelled, done
     assert status["remote_timing"]["playback"]["late_deltas_dropped"] >= 1
     said = model_channel(tmp_path / "i")
-    later = [e for e in done if e["t"] > cancelled[0]["t"]]
     # Between the cancel and the next reply's first audio, the listener hears nothing of it.
     nxt = next((e for e in events if e.get("event") == "response.created" and e["t"] > cancelled[0]["t"]), None)
     stop = int(nxt["t"] * RATE) if nxt else None

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from click.testing import CliRunner
+from report_fixture import make_run
 
 from duplexeval.cli import cli
 from duplexeval.io import atomic_write_json
-from report_fixture import make_run
 
 MOVED = {"model": "oracle", "benchmark": "fdb-backchannel", "metric": "jsd", "reading": "options.backchannel.jsd",
          "run_value": "distance", "alternative": "divergence", "value": 0.4376, "numerator": 0.4376,
