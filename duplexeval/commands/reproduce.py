@@ -112,6 +112,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
 def _timing_margin(run_dir: Path, golden_paths: list[Path], margin_ms: float) -> bool:
     """The suite's `timing_margin_ms`: no golden cell may move when every ASR word time and VAD
     edge moves by that much (duplexeval.runs.timing_margin); True when none does."""
+    from duplexeval.commands.timing_margin import print_margin
     from duplexeval.runs.timing_margin import APART, timing_margin
 
     click.echo(f"\n== timing margin: {run_dir} re-scored with ASR words and VAD edges moved {margin_ms:g} ms apart, "
@@ -121,13 +122,7 @@ def _timing_margin(run_dir: Path, golden_paths: list[Path], margin_ms: float) ->
     except ValueError as exc:  # a folder the scorers refuse: the check cannot vouch for the margin
         click.echo(f"timing margin: not checked: {exc}")
         return False
-    for e in out["errors"]:
-        click.echo(f"not re-scorable: {e}")
-    for m in out["moved"]:
-        click.echo(f"moved: {m.line()}")
-    cells = len({m.cell_id for m in out["moved"]})
-    click.echo(f"timing margin +-{margin_ms:g} ms: {cells} of {out['compared']} located golden cell(s) move")
-    return not out["moved"] and not out["errors"]
+    return print_margin(out, margin_ms)
 
 
 COMMANDS = [reproduce]

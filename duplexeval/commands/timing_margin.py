@@ -38,14 +38,20 @@ def timing_margin(run_dir: Path, golden_paths: tuple[Path, ...], shift_ms: float
         out = run_margin(run_dir, paths, shift_ms / 1000.0, progress=lambda m: click.echo(f"timing-margin {m}", err=True))
     except ValueError as exc:
         raise CommandError(str(exc)) from None
+    if not print_margin(out, shift_ms):
+        sys.exit(1)
+
+
+def print_margin(out: dict, shift_ms: float) -> bool:
+    """Prints a margin check's findings and its summary line (also `reproduce`'s); True when no
+    golden cell moved and every folder could be re-scored."""
     for e in out["errors"]:
         click.echo(f"not re-scorable: {e}")
     for m in out["moved"]:
         click.echo(f"moved: {m.line()}")
     cells = len({m.cell_id for m in out["moved"]})
     click.echo(f"timing margin +-{shift_ms:g} ms: {cells} of {out['compared']} located golden cell(s) move")
-    if out["moved"] or out["errors"]:
-        sys.exit(1)
+    return not out["moved"] and not out["errors"]
 
 
 COMMANDS = [timing_margin]
