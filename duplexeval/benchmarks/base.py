@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 if TYPE_CHECKING:
     import click
 
+    from duplexeval.data.sets import DataSet
     from duplexeval.executors.base import JobPlan
     from duplexeval.reports.golden import Golden
     from duplexeval.reports.paper_arithmetic import ArithmeticRow
@@ -196,6 +197,13 @@ class Benchmark(ABC):
     def data_importers(self) -> dict[str, DataImporter]:
         """Data set name -> importer, for `duplexeval data import NAME PATH` (and `data fetch NAME`
         of a set that cannot be downloaded). Empty (the default): the family imports nothing."""
+        return {}
+
+    def data_sets(self) -> dict[str, DataSet]:
+        """Data set name -> the published set `duplexeval data fetch|verify|path NAME` reaches
+        (duplexeval.data.sets.DataSet: its kind, the spec that pins it, its licence, the words
+        `data import` counts it with, and for a URL set the family's download and check).
+        Empty (the default): the family has no set a command downloads."""
         return {}
 
     def recording_exporters(self) -> dict[str, RecordingExporter]:

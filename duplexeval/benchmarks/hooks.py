@@ -10,8 +10,8 @@ caller types what it needs by the group, so the report asks only `Reports` of a 
     Reports   reports/ (handed the plug-ins): report_sections, report_item, record_span,
               record_speech, turn_roles, higher_is_better, paper_arithmetic, paper_golden_files
               (= reports.sections.FamilyReport, defined below the families' layer)
-    Data      `data`, `import-recordings`,    data_importers, recording_exporters, recording_importers,
-              `export-recordings`:            recording_import_refusal
+    Data      `data`, `import-recordings`,    data_sets, data_importers, recording_exporters,
+              `export-recordings`:            recording_importers, recording_import_refusal
     Commands  the CLI:                        commands
 """
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import click
 
     from duplexeval.benchmarks.base import DataImporter, ItemProgress, RecordingExporter, RecordingImporter
+    from duplexeval.data.sets import DataSet
     from duplexeval.executors.base import JobPlan
     from duplexeval.runfolder.plan import Job
 
@@ -64,7 +65,9 @@ class Scores(Protocol):
 
 @runtime_checkable
 class Data(Protocol):
-    """What moving data in and out asks: importers of published sets, writers of other layouts."""
+    """What moving data in and out asks: published sets to fetch and import, writers of other layouts."""
+
+    def data_sets(self) -> dict[str, DataSet]: ...
 
     def data_importers(self) -> dict[str, DataImporter]: ...
 

@@ -11,9 +11,12 @@ import re
 from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duplexeval.benchmarks.base import Benchmark, DataImporter, RecordingExporter
+
+if TYPE_CHECKING:
+    from duplexeval.data.sets import DataSet
 
 ENTRY_POINT_GROUP = "duplexeval.benchmarks"
 
@@ -68,6 +71,11 @@ def _hooks(kind: str) -> dict[str, tuple[str, Any]]:
                 raise PluginError(f"{kind} name {name!r} is claimed by both {found[name][0]!r} and {family!r}")
             found[name] = (family, hook)
     return found
+
+
+def data_sets() -> dict[str, tuple[str, DataSet]]:
+    """Data set name -> (family, DataSet) over every installed family (`duplexeval data fetch|verify|path`)."""
+    return _hooks("data_sets")
 
 
 def data_importers() -> dict[str, tuple[str, DataImporter]]:

@@ -1,11 +1,12 @@
 """`duplexeval data fetch|verify|path NAME`: a published data set at its pinned revision, hashed.
 
-Hub sets (mtr-duplexbench, duplex-mpe) go through `duplexeval.data.snapshot`, the
-mechanism `duplexeval weights` uses: the whole repository at one commit, a sha256
-manifest written last, `verify` re-hashing every byte. URL sets (advbench,
-llama-questions) are the MTR family's downloads. Errors are 1-3 lines, never a
-traceback: exit 2 when the data is missing, unpinned or cannot be fetched (naming the
-repository, the revision and where to place a copy by hand), 1 when a file changed.
+The sets are the families' own (each family's `data_sets()` hook, duplexeval.data.sets).
+Hub sets go through `duplexeval.data.snapshot`, the mechanism `duplexeval weights` uses:
+the whole repository at one commit, a sha256 manifest written last, `verify` re-hashing
+every byte. URL sets are one file each, downloaded and checked by the family that reads
+it. Errors are 1-3 lines, never a traceback: exit 2 when the data is missing, unpinned or
+cannot be fetched (naming the repository, the revision and where to place a copy by
+hand), 1 when a file changed.
 """
 
 from __future__ import annotations
@@ -30,24 +31,26 @@ def _fail(exc: snap.SnapshotError) -> None:
     sys.exit(exc.exit_code)
 
 
-def _url_set(name: str, action: str) -> None:
-    """fetch / verify / path of a URL data set (the MTR family's loader)."""
-    from duplexeval.benchmarks.mtr.datasets import DATASETS, DatasetUnavailable, _check, data_cache, fetch as fetch_url
+def _known() -> dict[str, sets.DataSet]:
+    """Every data set an installed family declares (its `data_sets()` hook), by name."""
+    from duplexeval.benchmarks.registry import data_sets
 
+    return {name: ds for name, (_, ds) in data_sets().items()}
+
+
+def _data_set(name: str) -> sets.DataSet:
+    return sets.data_set(name, _known())
+
+
+def _url_set(ds: sets.DataSet, action: str) -> None:
+    """fetch / verify / path of a URL data set, through the download and check of the family that reads it."""
+    if ds.url_file is None:
+        raise sets.DataSetError(f"data set {ds.name}: its family declares it a URL set but gives no way to fetch it")
     try:
-        if action == "fetch":
-            click.echo(str(fetch_url(name)))
-            return
-        path = data_cache() / name / DATASETS[name]["file"]
-        if not path.is_file():
-            click.echo(f"error: data set {name}: not fetched: {DATASETS[name]['url']}\n"
-                       f"run `duplexeval data fetch {name}`, or place the file at {path} by hand", err=True)
-            sys.exit(2)
-        _check(path, None)  # against the sha256 the first download recorded beside the file
-    except DatasetUnavailable as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1 if "differs" in str(exc) else 2)
-    click.echo(str(path) if action == "path" else f"verified {name} in {path}")
+        path = ds.url_file.fetch() if action == "fetch" else ds.url_file.local()
+    except snap.SnapshotError as exc:
+        _fail(exc)
+    click.echo(f"verified {ds.name} in {path}" if action == "verify" else str(path))
 
 
 @click.group("data")
@@ -66,9 +69,10 @@ def fetch_command(name: str, revision: str | None, root: Path | None) -> None:
     """
     _placed_by_hand(name)
     try:
-        if sets.data_set(name).kind == "url":
-            return _url_set(name, "fetch")
-        pin = sets.hub_pin(name, revision)
+        ds = _data_set(name)
+        if ds.kind == "url":
+            return _url_set(ds, "fetch")
+        pin = sets.hub_pin(ds, revision)
         folder = snap.fetch(pin, sets.folder(pin, root), log=lambda s: click.echo(s, err=True),
                             manifest_extra={"data_set": name})
     except snap.SnapshotError as exc:
@@ -84,9 +88,10 @@ def verify_command(name: str, revision: str | None, root: Path | None) -> None:
     """Re-hash every file of NAME's folder; name each missing, changed or added file."""
     _placed_by_hand(name)
     try:
-        if sets.data_set(name).kind == "url":
-            return _url_set(name, "verify")
-        pin = sets.hub_pin(name, revision)
+        ds = _data_set(name)
+        if ds.kind == "url":
+            return _url_set(ds, "verify")
+        pin = sets.hub_pin(ds, revision)
         folder = sets.folder(pin, root)
         problems = snap.check_folder(pin, folder, rehash=True, memo=False)
     except snap.SnapshotError as exc:
@@ -107,9 +112,10 @@ def path_command(name: str, revision: str | None, root: Path | None, quick: bool
     """Print NAME's verified folder (what `data import` reads)."""
     _placed_by_hand(name)
     try:
-        if sets.data_set(name).kind == "url":
-            return _url_set(name, "path")
-        pin = sets.hub_pin(name, revision)
+        ds = _data_set(name)
+        if ds.kind == "url":
+            return _url_set(ds, "path")
+        pin = sets.hub_pin(ds, revision)
         folder = snap.verified_folder(pin, sets.folder(pin, root), rehash=not quick)
     except snap.SnapshotError as exc:
         _fail(exc)
@@ -125,7 +131,7 @@ def _importer(name: str):
 
 def _placed_by_hand(name: str) -> None:
     """A set only a plug-in knows and no command can download: say where its copy goes, exit 2."""
-    if name in sets.DATASETS:
+    if name in _known():
         return
     found = _importer(name)
     if found is None:
@@ -143,7 +149,7 @@ def _unknown(name: str) -> None:
 
     from duplexeval.benchmarks import data_importers
 
-    known = sorted(set(sets.DATASETS) | set(data_importers()))
+    known = sorted(set(_known()) | set(data_importers()))
     close = difflib.get_close_matches(name, known, n=1)
     raise sets.DataSetError(f"unknown data set {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                             + f"; known: {', '.join(known)}")
@@ -171,14 +177,15 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
     from duplexeval.specs import SpecErrors
 
     found = _importer(name)
+    known = _known()
     said: list[str] = []
     skipped: dict[str, str] = {}
     try:
-        if name in sets.DATASETS and sets.data_set(name).kind != "hub":
+        if name in known and known[name].kind != "hub":
             raise sets.DataSetError(f"{name} is read on demand by its benchmark (`duplexeval data fetch {name}`); "
                                     "there is nothing to import")
         if found is None:
-            if name not in sets.DATASETS:
+            if name not in known:
                 _unknown(name)
             raise sets.DataSetError(f"data set {name}: no installed benchmark family imports it")
         importer = found[1]
@@ -202,18 +209,19 @@ def import_command(name: str, path: Path, root: Path | None) -> None:
     for line in said:
         click.echo(f"  {line}")
     _report_skipped(skipped)
-    if name not in sets.DATASETS:
+    if name not in known:
         _exit_partial(skipped)
         return
-    # What the paper suite will plan from it, beside the count the paper states (data.count).
-    data, _ = sets.spec_data(sets.data_set(name))
+    # What the paper suite will plan from it, beside the count the paper states (data.count),
+    # in the words its family counts with (DataSet.unit per DataSet.per).
+    ds = known[name]
+    data, _ = sets.spec_data(ds)
     groups: dict[str, int] = {}
     for rel in files:
         if rel.endswith((".json", ".yaml")) and "/" in rel:
             groups[rel.split("/")[0]] = groups.get(rel.split("/")[0], 0) + 1
     for group, n in sorted(groups.items()):
-        click.echo(f"  {group}: {n} {'scenes' if name == 'duplex-mpe' else 'dialogues'} "
-                   f"(the paper: {data.get('count', '?')} per {'condition' if name == 'duplex-mpe' else 'set'})")
+        click.echo(f"  {group}: {n} {ds.unit} (the paper: {data.get('count', '?')} per {ds.per})")
 
     _exit_partial(skipped)
 

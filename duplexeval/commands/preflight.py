@@ -35,7 +35,7 @@ def _key_vars(data: Any) -> Iterator[str]:
 
 
 def missing_keys(jobs: list[Any], registry: Any, environ: dict[str, str] | None = None) -> dict[str, list[str]]:
-    """Unset key variable -> who needs it ('model gpt-realtime', 'judge mpe-answer-claude (answer)')."""
+    """Unset key variable -> who needs it ('model gpt-realtime', 'judge <judge id> (answer)')."""
     env = os.environ if environ is None else environ
     need: dict[str, list[str]] = {}
 

@@ -3,7 +3,8 @@
 `duplexeval data import NAME PATH` converts a copy (normally the verified snapshot that
 `data path NAME` prints) with the family's importer into
 
-    <data cache>/<name>/imported/        (MTR: <group>/<id>.json sidecars; MPE: scenes/*.yaml + turn audio)
+    <data cache>/<name>/imported/        (whatever files the family's importer writes, e.g. one
+                                          sidecar per sample, or sample files with their audio)
 
 built in a sibling `.partial` folder and renamed into place only after every file passed
 and `duplexeval-import.json` (the source, its snapshot revision, the sha256 of every file
@@ -46,10 +47,8 @@ def ready(name: str, root: Path | None = None) -> Path | None:
 
 def commands_for(name: str) -> list[str]:
     """The exact commands that put NAME where the paper suites read it."""
-    ds = sets.data_set(name)
     try:
-        data, _ = sets.spec_data(ds)
-        rev = data.get("revision")
+        rev = sets.pinned_revision(name)
     except Exception:  # noqa: BLE001 - the advice still names the commands
         rev = None
     flag = "" if rev else " --revision COMMIT"
@@ -66,13 +65,9 @@ def missing_message(name: str, who: str) -> str:
 
 
 def hub_data_set(bench: dict[str, Any]) -> str | None:
-    """The hub data set a benchmark reads by default (public source, no path), else None."""
+    """The hub data set a benchmark reads by default (public source pinned by repo, no path), else None."""
     data = bench.get("data") or {}
-    name = data.get("dataset")
-    if data.get("source") == "public" and not data.get("path") and name in sets.DATASETS \
-            and sets.DATASETS[name].kind == "hub":
-        return name
-    return None
+    return str(data["dataset"]) if sets.is_hub_read(data) else None
 
 
 def missing_data(benches: list[dict[str, Any]], who: str) -> str | None:

@@ -1,11 +1,9 @@
 """The data sets `duplexeval data fetch|verify|path NAME` knows, and where each one's pin lives.
 
-| name            | kind | source                                | pinned in (benchmark spec `data:`) |
-|-----------------|------|---------------------------------------|------------------------------------|
-| mtr-duplexbench | hub  | dataset Jeff0918/MTR-DuplexBench      | mtr-smooth-turn-taking (`_mtr-features-base.yaml`) |
-| duplex-mpe      | hub  | dataset ChengqianMa/Duplex-MPE        | mpe-explicit (`_mpe-base.yaml`)    |
-| advbench        | url  | llm-attacks harmful_behaviors.csv     | mtr-safety                         |
-| llama-questions | url  | google-research-datasets/LLAMA1-Test-Set | mtr-instruction                 |
+The core lists none: each benchmark family declares its published sets through its
+`data_sets()` hook (the `Data` group, duplexeval/benchmarks/hooks.py) as `DataSet` entries
+(name, kind, the benchmark spec whose `data:` block pins it, licence, the words `data import`
+counts with), and `duplexeval data` asks every installed family.
 
 A hub set is a whole repository at a 40-hex commit (`data.repo`, `data.revision` of the
 spec), fetched by `duplexeval.data.snapshot` (the mechanism model weights use) into
@@ -13,48 +11,68 @@ spec), fetched by `duplexeval.data.snapshot` (the mechanism model weights use) i
 machine of this project can reach the hub, so the specs cannot pin a commit nobody here
 has seen; `--revision` names the one a user means to reproduce, and the manifest records
 it. A spec that pins one refuses a different `--revision`.
-URL sets are the MTR family's on-demand files (`duplexeval.benchmarks.mtr.datasets`).
+A URL set is one file a family downloads on demand: its entry carries a `UrlFile`, the
+family's own download and check (the core only prints what they return or raise).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
 from duplexeval.data import snapshot as snap
 from duplexeval.resources import data_root
 
 
 @dataclass(frozen=True)
+class UrlFile:
+    """A URL set's file, as the family that downloads it reaches it.
+
+    `fetch()` downloads the file when it is absent, checks it and returns its path; `local()`
+    returns the already fetched file after checking it against the sha256 its first download
+    recorded. Both raise UrlSetError (message and exit code) for a file that is missing,
+    unreachable or changed, so `data fetch|verify|path` print one line, never a traceback."""
+
+    fetch: Callable[[], Path]
+    local: Callable[[], Path]
+
+
+@dataclass(frozen=True)
 class DataSet:
+    """One published data set a family declares (its `data_sets()` hook)."""
+
     name: str
     kind: str                  # "hub" or "url"
     spec: str                  # the benchmark spec whose `data:` block pins it
     repo_type: str = "dataset"
     licence: str = ""
-
-
-DATASETS: dict[str, DataSet] = {
-    "mtr-duplexbench": DataSet("mtr-duplexbench", "hub", "mtr-smooth-turn-taking",
-                               licence="not stated on the repository (the authors' code is Apache-2.0)"),
-    "duplex-mpe": DataSet("duplex-mpe", "hub", "mpe-explicit", licence="CC-BY-4.0 (the dataset card)"),
-    "advbench": DataSet("advbench", "url", "mtr-safety", licence="MIT"),
-    "llama-questions": DataSet("llama-questions", "url", "mtr-instruction", licence="CC BY 4.0 (per the repository)"),
-}
+    unit: str = "samples"      # what `data import` counts in each imported group ("scenes", "dialogues")
+    per: str = "set"           # what the paper's `data.count` is counted per ("condition", "set")
+    url_file: UrlFile | None = None   # a URL set's download and check (kind "url")
 
 
 class DataSetError(snap.SnapshotSpecError):
     """An unknown name, an unpinned revision or a conflicting one: exit 2 with what to do."""
 
 
-def data_set(name: str) -> DataSet:
-    if name not in DATASETS:
+class UrlSetError(snap.SnapshotError):
+    """A URL set's file that is not fetched or cannot be (exit 2), or that changed since (exit 1)."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def data_set(name: str, known: Mapping[str, DataSet]) -> DataSet:
+    """`known[name]`, else a DataSetError naming the closest known name and all of them."""
+    if name not in known:
         import difflib
 
-        close = difflib.get_close_matches(name, DATASETS, n=1)
+        close = difflib.get_close_matches(name, known, n=1)
         raise DataSetError(f"unknown data set {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                           + f"; known: {', '.join(sorted(DATASETS))}")
-    return DATASETS[name]
+                           + f"; known: {', '.join(sorted(known))}")
+    return known[name]
 
 
 def spec_data(ds: DataSet) -> tuple[dict, str]:
@@ -72,9 +90,28 @@ def spec_data(ds: DataSet) -> tuple[dict, str]:
     return dict(spec.data.get("data") or {}), where
 
 
-def hub_pin(name: str, revision: str | None = None) -> snap.Pin:
+def is_hub_read(data: Mapping[str, Any]) -> bool:
+    """Whether a benchmark's `data:` block reads a hub snapshot by default: a public set
+    (`source: public`, `dataset: NAME`) pinned by repository (`repo:`), with no local `path`.
+    A URL set's block names a `url:` instead, so this needs no list of sets."""
+    return (data.get("source") == "public" and bool(data.get("dataset")) and not data.get("path")
+            and bool(data.get("repo")))
+
+
+def pinned_revision(name: str) -> str | None:
+    """The revision a benchmark spec reading hub set NAME pins (`data.revision`), else None."""
+    from duplexeval.specs import Registry
+
+    for spec in Registry.load().all("benchmark"):
+        data = spec.data.get("data") or {}
+        if data.get("dataset") == name and data.get("repo") and data.get("revision"):
+            return str(data["revision"])
+    return None
+
+
+def hub_pin(ds: DataSet, revision: str | None = None) -> snap.Pin:
     """The pin of a hub data set: repo from its spec, revision from the spec or `revision`."""
-    ds = data_set(name)
+    name = ds.name
     if ds.kind != "hub":
         raise DataSetError(f"{name} is a file downloaded from a URL, not a hub snapshot")
     data, where = spec_data(ds)

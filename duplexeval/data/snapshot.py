@@ -73,7 +73,7 @@ class PinnedFile:
 class Pin:
     """What to fetch: a repository at a commit, its files (None: all of them), and how to say so."""
 
-    what: str              # "weights of moshi", "data set mtr-duplexbench": how messages name it
+    what: str              # "weights of moshi", "data set <name>": how messages name it
     name: str              # the argument of `duplexeval <command> fetch NAME`
     command: str           # "weights" or "data"
     repo: str

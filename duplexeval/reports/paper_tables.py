@@ -77,7 +77,7 @@ def published_rows(table: PaperTable, golden: Golden) -> list[PaperRow]:
                 row = rows.setdefault(cell.run["model"], PaperRow(label=cell.row, kind="published", model=cell.run["model"],
                                                                    cells=[None] * len(table.columns)))
                 # The first cell of a column wins, unless it is only a bound and a later one prints
-                # the value (Duplex-MPE: Table 3's "0.0123 or less", the project page's 0.0031).
+                # the value (e.g. a paper's table printing "0.0123 or less" where its project page prints 0.0031).
                 held = row.cells[i]
                 if held is None or (held["value"] is None and cell.value is not None):
                     row.cells[i] = _published_cell(cell)

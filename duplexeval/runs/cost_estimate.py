@@ -82,7 +82,7 @@ def format_estimate(estimates: list[JobEstimate]) -> list[str]:
 
 def plan_for_estimate(registry: Any, suite_id: str, models: list[str] | None, benchmarks: list[str] | None,
                       clock: str | None = None) -> list[Any]:
-    """The jobs a run would plan. A model outside the suite (`--models gpt-realtime` on paper-mpe)
+    """The jobs a run would plan. A model outside the suite (`--models gpt-realtime` on a paper suite)
     is paired with every benchmark of the suite, and a model without the suite's clock is
     estimated on its own, so a bill can be read before the model is added to a suite."""
     from duplexeval.runfolder.plan import PER_MODEL, plan_suite

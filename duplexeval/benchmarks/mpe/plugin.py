@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from duplexeval.benchmarks.base import Benchmark, DataImporter, ImportReport, ItemProgress
+
+if TYPE_CHECKING:
+    from duplexeval.data.sets import DataSet
 
 
 class DuplexMpe(Benchmark):
@@ -98,6 +101,13 @@ class DuplexMpe(Benchmark):
         from duplexeval.benchmarks.mpe.report import sections
 
         return sections(inputs)
+
+    def data_sets(self) -> dict[str, DataSet]:
+        """The published scenes, a hub snapshot pinned by `mpe-explicit` (`_mpe-base.yaml`)."""
+        from duplexeval.data.sets import DataSet
+
+        return {"duplex-mpe": DataSet("duplex-mpe", "hub", "mpe-explicit", licence="CC-BY-4.0 (the dataset card)",
+                                      unit="scenes", per="condition")}
 
     def data_importers(self) -> dict[str, DataImporter]:
         from duplexeval.benchmarks.mpe.published import PublishedFormatError

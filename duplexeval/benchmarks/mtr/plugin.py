@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duplexeval.benchmarks.base import (
     Benchmark,
@@ -15,6 +15,9 @@ from duplexeval.benchmarks.base import (
     RecordingImporter,
     SkipFolder,
 )
+
+if TYPE_CHECKING:
+    from duplexeval.data.sets import DataSet
 
 
 class MtrDuplexBench(Benchmark):
@@ -110,6 +113,25 @@ class MtrDuplexBench(Benchmark):
 
         return sections(inputs)
 
+    def data_sets(self) -> dict[str, DataSet]:
+        """The published dialogues (a hub snapshot) and the two text sets downloaded on demand
+        (duplexeval.benchmarks.mtr.datasets); Candor is licensed, so no command fetches it."""
+        from functools import partial
+
+        from duplexeval.data.sets import DataSet, UrlFile
+
+        def url_set(name: str, spec: str, licence: str) -> DataSet:
+            return DataSet(name, "url", spec, licence=licence,
+                           url_file=UrlFile(partial(_fetch_url_set, name), partial(_local_url_set, name)))
+
+        return {
+            "mtr-duplexbench": DataSet("mtr-duplexbench", "hub", "mtr-smooth-turn-taking",
+                                       licence="not stated on the repository (the authors' code is Apache-2.0)",
+                                       unit="dialogues", per="set"),
+            "advbench": url_set("advbench", "mtr-safety", "MIT"),
+            "llama-questions": url_set("llama-questions", "mtr-instruction", "CC BY 4.0 (per the repository)"),
+        }
+
     def data_importers(self) -> dict[str, DataImporter]:
         return {"mtr-duplexbench": DataImporter(_import_published)}
 
@@ -132,6 +154,40 @@ class MtrDuplexBench(Benchmark):
         from duplexeval.benchmarks.mtr.commands import COMMANDS
 
         return COMMANDS
+
+
+def _url_set_error(exc: Exception) -> Exception:
+    """A DatasetUnavailable as `duplexeval data` prints it: exit 1 for a file that changed, else 2."""
+    from duplexeval.data.sets import UrlSetError
+
+    return UrlSetError(str(exc), 1 if "differs" in str(exc) else 2)
+
+
+def _fetch_url_set(name: str) -> Path:
+    """`data fetch NAME` of a URL set: the family's download (or the file already there, checked)."""
+    from duplexeval.benchmarks.mtr.datasets import DatasetUnavailable, fetch
+
+    try:
+        return fetch(name)
+    except DatasetUnavailable as exc:
+        raise _url_set_error(exc) from None
+
+
+def _local_url_set(name: str) -> Path:
+    """`data verify|path NAME` of a URL set: the fetched file, checked against the sha256 its first
+    download recorded beside it; exit 2 naming the URL and the path when it was never fetched."""
+    from duplexeval.benchmarks.mtr.datasets import DATASETS, DatasetUnavailable, _check, data_cache
+    from duplexeval.data.sets import UrlSetError
+
+    path = data_cache() / name / DATASETS[name]["file"]
+    if not path.is_file():
+        raise UrlSetError(f"data set {name}: not fetched: {DATASETS[name]['url']}\n"
+                          f"run `duplexeval data fetch {name}`, or place the file at {path} by hand")
+    try:
+        _check(path, None)
+    except DatasetUnavailable as exc:
+        raise _url_set_error(exc) from None
+    return path
 
 
 def _import_published(src: Path, out: Path) -> None:
