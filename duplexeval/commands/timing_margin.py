@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from duplexeval.cli_errors import CommandError
+from duplexeval.commands.bounds import finite
 from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 
 
@@ -15,7 +16,7 @@ from duplexeval.commands.integrity_gate import allow_damaged_option, verified
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--golden", "golden_paths", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Golden file(s) to compare with (repeatable). Default: the run's suite's golden files.")
-@click.option("--shift-ms", type=click.FloatRange(min=1.0, max=1000.0), default=50.0, show_default=True,
+@click.option("--shift-ms", type=finite(1.0, 1000.0), default=50.0, show_default=True,
               help="How far every ASR word time and VAD episode edge is moved, each way.")
 @allow_damaged_option
 def timing_margin(run_dir: Path, golden_paths: tuple[Path, ...], shift_ms: float, allow_damaged: bool) -> None:

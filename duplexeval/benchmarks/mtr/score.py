@@ -107,7 +107,9 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
     part = said[a:b]
     episodes = speech_episodes(part, rate, bench["vad"])
     if transcriber is None:
-        from duplexeval.judges.asr import transcribe as transcriber  # noqa: N813
+        from duplexeval.judges.asr import transcribe
+
+        transcriber = transcribe
     if bench.get("metrics", {}).get("segment_source", SEGMENT_SOURCES[0]) == "whole-channel-whisper":
         return whole_channel_words(part, rate, start_s, episodes, bench, transcriber, calls)
     by_episode: list[list[W]] = []
