@@ -47,7 +47,7 @@ EXPECTED = frozenset({
 class ExpectedError(Exception):
     """Mark of an error that is the user's to fix (data not on this machine, a bad option).
 
-    A benchmark family's own exceptions subclass it (e.g. MTR's DatasetUnavailable), so this
+    A benchmark family's own exceptions subclass it (a data set not fetched, say), so this
     boundary names no family: the core lists only its own exception classes above."""
 
 

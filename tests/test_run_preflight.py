@@ -26,7 +26,7 @@ def test_every_unset_key_of_the_plan_is_named_with_who_needs_it():
     missing = missing_keys(jobs, registry, environ={})
     assert set(missing) == {"OPENAI_API_KEY"}
     who = missing["OPENAI_API_KEY"]
-    assert "model gpt-realtime" in who and "judge fdb-interruption-relevance-gpt4o (relevance)" in who
+    assert "model gpt-realtime" in who and "judge fdb-interruption-relevance-authors (relevance)" in who
     message = preflight_message(missing)
     assert message.splitlines()[0].startswith("OPENAI_API_KEY is not set; needed by ")
     assert "export OPENAI_API_KEY=..." in message and "--no-preflight" in message
