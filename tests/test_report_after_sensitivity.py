@@ -51,3 +51,23 @@ def test_a_report_that_fails_moves_the_earlier_one_aside_and_says_so(tmp_path: P
     assert run_module.write_run_report(run) is True
     assert "the first pass" not in (run / "report.html").read_text(encoding="utf-8")
 
+
+
+def test_the_report_shows_each_switchs_unit_moves_and_the_readings_no_rescore_can_switch(tmp_path: Path) -> None:
+    """Issue 36: a switch's units that land in an outcome without a metric of their own show in the
+    report (from -> to, counts), as the command prints them; so do the readings that need a new run."""
+    run = make_run(tmp_path)
+    moves = [{"unit": "feature", "from": "spoke_during_turn", "to": "already_speaking", "count": 10}]
+    row = {**MOVED, "benchmark": "mtr-combo-s", "metric": "success_rate", "reading": "metrics.speaking.counting",
+           "moves": moves}
+    still = {**MOVED, "model": "silent", "moves": []}
+    fixed = {"benchmark": "mpe-explicit", "reading": "scheduler.after_t", "run_value": "hold-start-window",
+             "alternatives": ["turn-gap"], "models": ["oracle"], "why": "changes what the model hears"}
+    atomic_write_json(run / "sensitivity.json", {"schema": "duplexeval.sensitivity/1", "switches": [],
+                                                 "rows": [row, still], "not_rescorable": [fixed]})
+    done = CliRunner().invoke(cli, ["report", str(run), "--no-paper-arithmetic"])
+    assert done.exit_code == 0, done.output
+    html = (run / "report.html").read_text(encoding="utf-8")
+    assert "feature: spoke_during_turn → already_speaking 10" in html
+    assert "no unit moves" in html  # the silent model's switch moved nothing
+    assert "scheduler.after_t" in html and "turn-gap" in html

@@ -213,7 +213,7 @@ def sensitivity_context(root: Path, max_rows: int = 300) -> dict[str, Any] | Non
         return None
     rows = sensitivity.moved(data["rows"])
     return {"summary": sensitivity.switch_summary(data["rows"]), "rows": rows[:max_rows],
-            "left_out": max(0, len(rows) - max_rows)}
+            "left_out": max(0, len(rows) - max_rows), "not_rescorable": data.get("not_rescorable") or []}
 
 
 # ------------------------------------------------------------------ output

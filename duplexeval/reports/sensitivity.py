@@ -30,14 +30,18 @@ def moved(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def switch_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One line per (benchmark, reading, alternative): how many metrics it moved, the largest move."""
+    """One line per (benchmark, reading, alternative): how many metrics it moved, the largest move,
+    and per model the units whose outcome it moved (from -> to, counts), which also shows a move
+    into an outcome that has no metric of its own."""
     out: dict[tuple, dict[str, Any]] = {}
     for r in rows:
         key = (r["benchmark"], r["reading"], str(r["run_value"]), str(r["alternative"]))
         s = out.setdefault(key, {"benchmark": r["benchmark"], "reading": r["reading"], "run_value": r["run_value"],
                                  "alternative": r["alternative"], "models": set(), "metrics": 0, "moved": 0,
-                                 "largest": None, "errors": 0})
+                                 "largest": None, "errors": 0, "moves": {}})
         s["models"].add(r["model"])
+        if r.get("moves"):  # the same list on every row of one model's switch: its units' from -> to
+            s["moves"].setdefault(r["model"], r["moves"])
         if r.get("error"):
             s["errors"] += 1
             continue
