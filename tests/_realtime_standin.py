@@ -309,3 +309,23 @@ class StandInRealtimeServer:
 
 
 __all__ = ["StandInRealtimeServer"]
+
+
+TONE_RATE = 16000
+
+
+def speech_then_silence(speech_s: float = 0.6, silence_s: float = 1.6, rate: int = TONE_RATE) -> np.ndarray:
+    """A loud tone (the stand-in's VAD hears speech), then silence long enough for its answer."""
+    t = np.arange(int(speech_s * rate)) / rate
+    return np.concatenate([(0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32),
+                           np.zeros(int(silence_s * rate), dtype=np.float32)])
+
+
+def running_standin(monkeypatch, key: str, **kwargs):
+    """Body of a test module's `standin` fixture: the server with `key` as OPENAI_API_KEY, and at
+    teardown the check that every event it sent is one the openai SDK's types accept."""
+    server = StandInRealtimeServer(key=key, **kwargs).start()
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    yield server
+    server.stop()
+    assert server.invalid == []

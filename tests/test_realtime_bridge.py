@@ -21,7 +21,7 @@ import yaml
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _realtime_standin import StandInRealtimeServer  # noqa: E402
+from _realtime_standin import StandInRealtimeServer, running_standin, speech_then_silence  # noqa: E402
 
 from duplexeval.cli import cli
 from duplexeval.runner.items import run_item
@@ -33,20 +33,9 @@ RATE = 16000
 KEY = "sk-test-PLANTED-realtime-0123456789abcdef"
 
 
-def speech_then_silence(speech_s: float = 0.6, silence_s: float = 1.6) -> np.ndarray:
-    """A loud tone (the stand-in's VAD hears speech), then silence long enough for its answer."""
-    t = np.arange(int(speech_s * RATE)) / RATE
-    return np.concatenate([(0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32),
-                           np.zeros(int(silence_s * RATE), dtype=np.float32)])
-
-
 @pytest.fixture
 def standin(monkeypatch):
-    server = StandInRealtimeServer(key=KEY).start()
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    yield server
-    server.stop()
-    assert server.invalid == []  # every event it sent is one the openai SDK's types accept
+    yield from running_standin(monkeypatch, KEY)
 
 
 def spec_for(server: StandInRealtimeServer, **realtime):

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _realtime_standin import StandInRealtimeServer  # noqa: E402
+from _realtime_standin import running_standin  # noqa: E402
 
 from duplexeval.cli import cli
 from duplexeval.realtime import cost
@@ -128,11 +128,7 @@ def test_reservations_of_sessions_in_flight_never_let_the_cap_be_crossed(tmp_pat
 
 @pytest.fixture
 def standin(monkeypatch):
-    server = StandInRealtimeServer(key=KEY).start()
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    yield server
-    server.stop()
-    assert server.invalid == []  # every event it sent is one the openai SDK's types accept
+    yield from running_standin(monkeypatch, KEY)
 
 
 def items(n: int, seconds: float = 1.2):

@@ -23,7 +23,7 @@ import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _realtime_sdk import validate_server_event  # noqa: E402
-from _realtime_standin import StandInRealtimeServer  # noqa: E402
+from _realtime_standin import StandInRealtimeServer, running_standin, speech_then_silence  # noqa: E402
 
 from duplexeval.runner.items import run_item
 from duplexeval.runner.stimulus import FileStimulus
@@ -33,12 +33,6 @@ RATE = 16000
 KEY = "sk-test-PLANTED-realtime-faults-0123456789"
 
 
-def speech_then_silence(speech_s: float = 0.6, silence_s: float = 1.6) -> np.ndarray:
-    t = np.arange(int(speech_s * RATE)) / RATE
-    return np.concatenate([(0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32),
-                           np.zeros(int(silence_s * RATE), dtype=np.float32)])
-
-
 def barge_in() -> np.ndarray:
     """Speech 0.4 s, silence 0.4 s (the stand-in answers at ~0.7 s with 0.6 s of tone), speech again from 0.8 s."""
     return np.concatenate([speech_then_silence(0.4, 0.4), speech_then_silence(0.4, 1.2)])
@@ -46,11 +40,7 @@ def barge_in() -> np.ndarray:
 
 @pytest.fixture
 def standin(monkeypatch):
-    server = StandInRealtimeServer(key=KEY).start()
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    yield server
-    server.stop()
-    assert server.invalid == []
+    yield from running_standin(monkeypatch, KEY)
 
 
 def spec_of(model_id: str, server: StandInRealtimeServer, **realtime):
