@@ -23,7 +23,8 @@ all N sessions together, and whether the step fits in a frame; the last line say
 many sessions one GPU holds at 1x real time. The same widths are then measured without
 CUDA graphs in a child process started with NO_CUDA_GRAPH=1 (moshi reads it at import, so
 one process cannot measure both): one command gives both sets of figures
-(`--no-graph-pass` skips the child).
+(`--no-graph-pass` skips the child). Last, the `launch.gpu_step` block of the CUDA-graph
+pass for specs/models/moshi.yaml, checked against the spec schema (bench/gpu_step_block.py).
 
 On a machine without CUDA it prints one line saying so and `SKIP`, and exits 0.
 `--tiny` runs the same checks with the tiny config on CPU (a dry run of this script;
@@ -52,6 +53,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 if (HERE / ".gpu-deps").is_dir():
     sys.path.insert(0, str(HERE / ".gpu-deps"))
+
+from gpu_step_block import gpu_short_name, print_block  # noqa: E402  (bench/, beside this script)
 
 SEED = 1234
 REAL_TIME_FPS = 12.5  # 80 ms frames
@@ -229,6 +232,8 @@ def main() -> int:
         return (f"{'PASS' if ok else 'FAIL'} teacher forcing: forced codes of frame t verbatim at step t+1 in "
                 f"{checked - mismatched}/{checked} frames (8 codebooks each)")
 
+    measured: list[tuple[int, float]] = []
+
     def batch_costs(widths: list[int]) -> None:
         """Prints ms per batched step at each width as it is measured, then the sessions one
         device holds at 1x real time."""
@@ -249,6 +254,7 @@ def main() -> int:
             sync()
             ms = 1000 * (time.perf_counter() - t0) / frames
             fits = n if ms <= 80.0 else fits
+            measured.append((n, ms))
             print(f"INFO batched step: N={n}: {ms:.1f} ms per step of {n} sessions "
                   f"({n * 80.0 / ms:.1f}x real time together; {'fits' if ms <= 80.0 else 'does not fit'} "
                   f"in an 80 ms frame), CUDA graphs {'on' if graphs else 'off'}", flush=True)
@@ -282,6 +288,14 @@ def main() -> int:
             batch_costs([int(n) for n in spec.split(",")])
         except Exception as exc:  # e.g. out of memory at a wide batch: the widths measured so far are printed
             print(f"INFO batched step: stopped: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    if measured and not args.batch_only:
+        gpu = "CPU (tiny dry run)" if args.tiny else gpu_short_name(torch.cuda.get_device_name(0))
+        memory = None if args.tiny else torch.cuda.max_memory_allocated() / 2**30
+        what = ("the tiny config: a dry run of the script, not a figure" if args.tiny else
+                f"full-size Moshi with random weights, CUDA graphs {'on' if graphs else 'off'}, ms per batched "
+                f"step of N sessions; memory_gb: the peak at the widest N")
+        failures += not print_block("moshi", "gpu_check_moshi.py", steps=measured, gpu=gpu, memory_gb=memory,
+                                    what=what)
     if spec != "none" and not args.batch_only and not args.no_graph_pass and not os.environ.get("NO_CUDA_GRAPH"):
         del server
         if device == "cuda":

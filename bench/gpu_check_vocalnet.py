@@ -27,7 +27,9 @@ Lines (PASS/FAIL, INFO), exit 1 if a check fails:
   would be) answer the same turn at the same moment, `--reps` times; one INFO line per K
   with the mean reply time and its real-time factor (reply compute / the reply's audio,
   taken as `--reply-tokens` / `--tokens-per-s` seconds of speech), and the last line how
-  many servers keep a factor <= 1 (the widest K measured).
+  many servers keep a factor <= 1 (the widest K measured);
+- last, the `launch.gpu_step` block (`servers`, `memory_gb`) for specs/models/vocalnet.yaml,
+  checked against the spec schema (bench/gpu_step_block.py).
 
     python bench/gpu_check_vocalnet.py --speech speech16k.wav          # on a CUDA machine, < 5 min
     python bench/gpu_check_vocalnet.py --tiny --speech speech16k.wav   # dry run on CPU, tiny sizes
@@ -49,6 +51,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+from gpu_step_block import gpu_short_name, print_block  # noqa: E402  (bench/, beside this script)
 
 IN_RATE, OUT_RATE, IN_FRAME, OUT_FRAME = 16000, 24000, 1280, 1920  # the shim's 80 ms frames
 DOWNSAMPLE = 5  # VocalNet's speech projector stacks 5 encoder frames (LLaMA-Omni's adapter)
@@ -207,7 +211,8 @@ def _worker(args: tuple) -> None:
 
 
 def servers_per_gpu(widths: list[int], tiny: bool, device: str, reply_tokens: int, tokens_per_s: float,
-                    turn_path: str, reps: int) -> None:
+                    turn_path: str, reps: int) -> int:
+    """One INFO line per K; returns the widest K whose replies kept real time (0: none)."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -234,6 +239,7 @@ def servers_per_gpu(widths: list[int], tiny: bool, device: str, reply_tokens: in
               f"once; real-time factor {rtf:.2f} against {audio_s:.1f} s of reply audio (lower bound: no speech "
               f"decoder or vocoder)", flush=True)
     print(f"INFO servers per GPU at real-time factor <= 1 when all answer at once: {keeps} (widest K measured)")
+    return keeps
 
 
 def main() -> int:
@@ -280,6 +286,7 @@ def main() -> int:
         line = f"FAIL turn: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     failures += line.startswith("FAIL")
     print(line, flush=True)
+    peak = 0.0
     if device == "cuda":
         peak = torch.cuda.max_memory_allocated() / 2**30
         print(f"INFO memory: one server holds {weights_gb:.1f} GiB of weights, {peak:.1f} GiB at its peak in a reply "
@@ -288,10 +295,20 @@ def main() -> int:
     if device == "cuda":
         torch.cuda.empty_cache()
     widths = [int(k) for k in (args.servers or ("1,2" if args.tiny else "1,2,4,6")).split(",")]
+    keeps = 0
     try:
-        servers_per_gpu(widths, args.tiny, device, args.reply_tokens, args.tokens_per_s, turn_path, args.reps)
+        keeps = servers_per_gpu(widths, args.tiny, device, args.reply_tokens, args.tokens_per_s, turn_path, args.reps)
     except Exception as exc:
         print(f"INFO servers per GPU: stopped: {type(exc).__name__}: {exc}")
+    if keeps:
+        gpu = "CPU (tiny dry run)" if args.tiny else gpu_short_name(torch.cuda.get_device_name(0))
+        what = ("tiny sizes: a dry run of the script, not a figure" if args.tiny else
+                "the VocalNet shim with a random stand-in of VocalNet-8B's sizes (Whisper-large-v3 encoder, "
+                "Llama-3.1-8B); its MTP speech decoder and vocoder not modelled, so a lower bound on the reply's compute")
+        failures += not print_block("vocalnet", "gpu_check_vocalnet.py", servers=keeps, gpu=gpu,
+                                    memory_gb=None if args.tiny else peak, what=what)
+    else:
+        print("INFO no launch.gpu_step block: no K kept real time")
     return 1 if failures else 0
 
 
