@@ -233,7 +233,12 @@ class MoshiFamilyServer(BatchedRows, DuplexServer):
             mask = torch.zeros(self.width, dtype=torch.bool, device=self.device)
             mask[self.session_slot] = True
         for module in self._roots_to_stream():
-            module.reset_streaming(mask)
+            # Without a mask, the plain call: a model family's own copy of moshi's streaming
+            # module (FLM-Audio's third_party/moshi) takes no reset mask.
+            if mask is None:
+                module.reset_streaming()
+            else:
+                module.reset_streaming(mask)
         # Reassigned, not cleared: a session twin (session_model) starts as a shallow copy.
         self._forced_history = {}
         self.last_tokens = self.last_forced_codes = None
