@@ -227,6 +227,33 @@ def test_a_runaway_of_text_tokens_is_an_error_not_a_hang():
         drive(srv, frames("qLLLqqq" + "q" * 4))
 
 
+class GradRecordingVoila(StandInVoila):
+    """The stand-in with one weight that requires grad (as from_pretrained's do): records
+    whether autograd was on at each forward and keeps a tensor made from the weight in its
+    cache, as a real KV cache keeps the keys and values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(1))
+        self.grad_modes: list[bool] = []
+
+    def __call__(self, *args, **kwargs):
+        self.grad_modes.append(torch.is_grad_enabled())
+        out = super().__call__(*args, **kwargs)
+        out.past_key_values.keys = out.logits[0, -1, :4] * self.weight  # non-leaf under autograd
+        return out
+
+
+def test_the_model_runs_without_autograd_so_a_fork_can_copy_its_state():
+    """A recorded graph would grow with every step and make the cache's tensors non-leaf,
+    which `state()`'s deep copy refuses (as on the real model, bench/gpu_check_voila.py)."""
+    model = GradRecordingVoila()
+    loop = VoilaLoop(model, TOK, prompt_ids(""))
+    loop.step(loop.user_tokens(np.zeros(NQ, dtype=np.int64)))
+    assert model.grad_modes and not any(model.grad_modes)
+    loop.load_state(loop.state())  # the deep copy of the cache works
+
+
 def test_a_two_dimensional_prompt_is_widened_to_both_channels():
     loop = VoilaLoop(StandInVoila(), TOK, torch.tensor([[10, 11]]))
     assert loop.input_ids.shape == (1, 2, 2 * NQ)

@@ -154,7 +154,17 @@ class VoilaLoop:
         return row, is_audio
 
     def step(self, user_row: Any) -> tuple[np.ndarray, list[int]]:
-        """Runs model steps until an audio step consumes `user_row`; returns (assistant raw codes (n_q,), text ids)."""
+        """Runs model steps until an audio step consumes `user_row`; returns (assistant raw codes (n_q,), text ids).
+
+        Without autograd (upstream's `run_generate` runs under its caller's `no_grad`): the
+        weights from `from_pretrained` require grad, and a recorded graph would chain every
+        step's KV tensors to all the steps before (memory growing per frame) and make them
+        non-leaf tensors, which `state()`'s deep copy refuses (bench/gpu_check_voila.py found it).
+        """
+        with self._torch.no_grad():
+            return self._step(user_row)
+
+    def _step(self, user_row: Any) -> tuple[np.ndarray, list[int]]:
         torch = self._torch
         texts: list[int] = []
         for _ in range(self.max_text_steps + 1):
