@@ -5,8 +5,9 @@ answers --help without torch; the FLM-Audio and Voila checks say SKIP (exit 0) w
 their upstream code is absent; the `launch.gpu_step` block the scripts print
 (bench/gpu_step_block.py) pasted into a real model spec loads through the spec loader and
 reaches the packing (`StepCost.of_spec`), and a wrong block is refused. Where the upstream
-trees and their transformers 4.51.3 are here (bench/gpu_carry.sh builds .gpu-carry/;
-GPU_CHECK_DEPS names a `pip --target` folder of the pins), the FLM-Audio and Voila --tiny
+trees and their transformers 4.51.3 are here (bench/gpu_carry.sh builds .gpu-carry/, or
+DUPLEXEVAL_FLM_AUDIO_SRC / DUPLEXEVAL_VOILA_SRC name them; GPU_CHECK_DEPS or
+DUPLEXEVAL_FLM_AUDIO_DEPS names a `pip --target` folder of the pins), the FLM-Audio and Voila --tiny
 dry runs run end to end on the CPU and their printed block is checked the same way; else
 those two tests skip, saying why.
 """
@@ -113,20 +114,23 @@ def test_a_wrong_block_is_refused_by_the_schema_and_by_the_spec_loader(bad, wher
 
 
 def _deps() -> Path | None:
-    """A folder holding transformers 4.51.3 (GPU_CHECK_DEPS), None when there is none."""
-    folder = os.environ.get("GPU_CHECK_DEPS")
-    if folder and list(Path(folder).glob("transformers-4.51.3.dist-info")):
-        return Path(folder)
+    """A folder holding transformers 4.51.3 (GPU_CHECK_DEPS, or tests/test_family_upstream.py's
+    DUPLEXEVAL_FLM_AUDIO_DEPS), None when there is none."""
+    for name in ("GPU_CHECK_DEPS", "DUPLEXEVAL_FLM_AUDIO_DEPS"):
+        folder = os.environ.get(name)
+        if folder and list(Path(folder).glob("transformers-4.51.3.dist-info")):
+            return Path(folder)
     return None
 
 
-@pytest.mark.parametrize("script, model, upstream", [
-    ("gpu_check_flm_audio.py", "flm-audio", CARRY / "upstream" / "flm-audio"),
-    ("gpu_check_voila.py", "voila", CARRY / "upstream" / "voila"),
+@pytest.mark.parametrize("script, model, variable", [
+    ("gpu_check_flm_audio.py", "flm-audio", "DUPLEXEVAL_FLM_AUDIO_SRC"),
+    ("gpu_check_voila.py", "voila", "DUPLEXEVAL_VOILA_SRC"),
 ])
-def test_the_tiny_dry_run_runs_and_prints_a_block_a_spec_accepts(script, model, upstream, tmp_path):
+def test_the_tiny_dry_run_runs_and_prints_a_block_a_spec_accepts(script, model, variable, tmp_path):
+    upstream = Path(os.environ.get(variable) or CARRY / "upstream" / model)
     if not upstream.is_dir():
-        pytest.skip(f"no upstream tree at {upstream.relative_to(ROOT)} (sh bench/gpu_carry.sh builds it)")
+        pytest.skip(f"no upstream tree at {upstream} ({variable}, or sh bench/gpu_carry.sh builds .gpu-carry/)")
     deps = _deps()
     if deps is None:
         pytest.skip("no transformers 4.51.3: set GPU_CHECK_DEPS to a `pip install --no-deps --target` folder "
