@@ -9,7 +9,7 @@
 #   voila      bench/gpu_check_voila.py      (the same)
 #
 # each under its own time limit (seconds: GPU_CHECK_LIMITS="moshi vocalnet flm voila",
-# default "100 85 50 45", so that the whole run stays under 5 minutes), and prints a summary:
+# default "95 80 65 45", so that the whole run stays under 5 minutes), and prints a summary:
 # every PASS / FAIL / SKIP line and every launch.gpu_step block. Each check's whole output
 # is in $OUT/gpu_checks/<name>.log (else /tmp/gpu_checks/), which the device call brings back.
 #
@@ -25,7 +25,7 @@ PY=${PYTHON:-$(command -v python || command -v python3)}
 LOGS="${OUT:-/tmp}/gpu_checks"
 DEPS=/tmp/gpu-checks-deps
 CHECKS=${GPU_CHECKS:-"moshi vocalnet flm-audio voila"}
-set -- ${GPU_CHECK_LIMITS:-100 85 50 45}
+set -- ${GPU_CHECK_LIMITS:-95 80 65 45}
 LIMIT_MOSHI=$1 LIMIT_VOCALNET=$2 LIMIT_FLM=$3 LIMIT_VOILA=$4
 mkdir -p "$LOGS"
 T0=$(date +%s)
@@ -82,7 +82,7 @@ check() {  # name, limit, script and its arguments
 }
 check moshi "$LIMIT_MOSHI" bench/gpu_check_moshi.py --no-graph-pass --frames 50 --batch-frames 20
 check vocalnet "$LIMIT_VOCALNET" bench/gpu_check_vocalnet.py --speech "$CARRY/speech16k.wav" --servers 1,2,4 --reps 2
-check flm-audio "$LIMIT_FLM" bench/gpu_check_flm_audio.py --upstream "$CARRY/upstream/flm-audio" --deps "$DEPS"
+check flm-audio "$LIMIT_FLM" bench/gpu_check_flm_audio.py --upstream "$CARRY/upstream/flm-audio" --deps "$DEPS" --frames 150
 check voila "$LIMIT_VOILA" bench/gpu_check_voila.py --upstream "$CARRY/upstream/voila" --deps "$DEPS"
 
 echo "gpu_checks: summary ($(( $(date +%s) - T0 )) s in all; whole logs in $LOGS/):"
