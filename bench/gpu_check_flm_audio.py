@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         sync()
         for i in range(4, 4 + frames):
             t0 = time.perf_counter()
-            server.step(i, user[i], forced_audio[i])  # teacher forcing on: the step the paper runs use
+            server.step(i, user[i], forced_audio[i])  # teacher forcing on: the dearer step (a second Mimi encode)
             sync()
             step_ms.append(1000 * (time.perf_counter() - t0))
         mean = sum(step_ms) / len(step_ms)
