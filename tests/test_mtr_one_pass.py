@@ -59,9 +59,12 @@ def babbler_without_forcing(registry) -> dict:
     return {**json.loads(json.dumps(registry.get("model", "babbler").data)), "capabilities": []}
 
 
-def plan_for(registry, model: dict, bench: dict, folder: Path) -> MtrPlan:
+def plan_for(registry, model: dict, bench: dict, folder: Path, sessions: int | None = None) -> MtrPlan:
+    from duplexeval.specs.modelspec import model_spec_from
+
+    runner = model_spec_from(model).with_max_sessions(sessions) if sessions else None
     job = Job(model=Spec("model", model["id"], model, TESTS), benchmark=registry.get("benchmark", "mtr-combo-si"),
-              bench=bench)
+              bench=bench, runner=runner)
     return MtrPlan(job, folder, clock="lockstep", seed=0, cache_mode="readwrite", limit=None)
 
 
@@ -215,3 +218,27 @@ def test_per_round_stays_quadratic_and_one_pass_linear_in_the_cost_model(registr
     assert fam.unit_audio_s(bench, capabilities=(), clock="realtime") == 10 * 12.0
     assert fam.unit_audio_s(per, capabilities=(), clock="realtime") == 55 * 12.0
     assert fam.unit_audio_s(bench, capabilities=("teacher_forcing",), clock="realtime") == 55 * 12.0  # replay
+
+
+def test_batched_sessions_play_one_pass_dialogues_as_one_session_each(tmp_path, registry):
+    """The babbler's server holds 4 sessions (launch.max_sessions): a worker's batch path
+    (runner/unit_batch.py) plays a one-pass dialogue as one of them, same bytes."""
+    from duplexeval.executors.base import UnitWorker
+
+    model = babbler_without_forcing(registry)
+    one = plan_for(registry, model, mtr_bench(registry), tmp_path / "one", sessions=4)
+    per = plan_for(registry, model, mtr_bench(registry, "per-round"), tmp_path / "per", sessions=4)
+    assert one.max_sessions == 4
+    for plan in (one, per):  # a worker keeps one plan per job key: one worker each
+        worker = UnitWorker(plan.context["history_as_heard"])
+        try:
+            plan.prepare()
+            reports = worker.run_batch([(plan, u) for u in plan.units()])
+            assert all(r.state == "ok" for r in reports)
+        finally:
+            worker.close()
+    for k in range(1, ROUNDS + 1):
+        name = f"items/feat-si.r{k:02d}/recording.wav"
+        assert (one.bench_dir / name).read_bytes() == (per.bench_dir / name).read_bytes()
+        status = json.loads((one.bench_dir / name).with_name("status.json").read_text())
+        assert status["clock"] == "lockstep" and "one_pass" in status
