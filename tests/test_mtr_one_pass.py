@@ -22,7 +22,7 @@ from duplexeval.benchmarks.mtr.items import history_as_heard, item_factories, lo
 from duplexeval.benchmarks.mtr.plan import HISTORY_FLAG, MtrPlan
 from duplexeval.benchmarks.mtr.score import judges_for, score_bench_dir
 from duplexeval.runfolder.plan import Job
-from duplexeval.runner.items import ModelHost, prepare_out_dir, run_items
+from duplexeval.runner.items import ModelHost, prepare_out_dir
 from duplexeval.specs import Registry
 from duplexeval.specs.loader import Spec
 
