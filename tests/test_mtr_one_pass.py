@@ -242,3 +242,18 @@ def test_batched_sessions_play_one_pass_dialogues_as_one_session_each(tmp_path, 
         assert (one.bench_dir / name).read_bytes() == (per.bench_dir / name).read_bytes()
         status = json.loads((one.bench_dir / name).with_name("status.json").read_text())
         assert status["clock"] == "lockstep" and "one_pass" in status
+
+
+def test_the_manifest_records_each_mtr_jobs_context(registry):
+    """`run` writes `jobs[].context` from the family's run_context hook (runs/execute.py)."""
+    from duplexeval.runfolder.plan import plan_suite
+    from duplexeval.runs.execute import run_context
+
+    jobs = {j.key: j for j in plan_suite(registry, "paper-mtr")}
+    heard = run_context(jobs["vocalnet/mtr-smooth-turn-taking"], "realtime")
+    assert heard == {"mode": "history-as-heard", "teacher_forcing": False, "flag": HISTORY_FLAG,
+                     "history_as_heard": "one-pass"}
+    assert run_context(jobs["moshi/mtr-smooth-turn-taking"], "lockstep") == {"mode": "fork", "teacher_forcing": True,
+                                                                             "flag": None}
+    mpe = next(j for j in plan_suite(registry, "paper-mpe"))
+    assert run_context(mpe, "lockstep") is None  # a family without such a choice records nothing

@@ -50,6 +50,15 @@ class MtrDuplexBench(Benchmark):
         once = plays_dialogue_once(bench, context_mode(bench, list(capabilities), clock))
         return (rounds if once else rounds * (rounds + 1) / 2) * 12.0
 
+    def run_context(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                    clock: str = "realtime") -> dict[str, Any] | None:
+        """context.json's record for the job (plan.py `context_record`): fork, replay or
+        history-as-heard, and for history-as-heard one-pass or per-round."""
+        from duplexeval.benchmarks.mtr.items import context_mode, history_as_heard
+        from duplexeval.benchmarks.mtr.plan import context_record
+
+        return context_record(context_mode(bench, list(capabilities), clock), history_as_heard(bench))
+
     def planned_units(self, bench: dict[str, Any]) -> int | None:
         """`data.count`, else from a local dialogue file: one unit per dialogue, or per query
         (instruction, safety), as `data.count` counts them (every dialogue of a feature file:
