@@ -257,3 +257,15 @@ def test_the_manifest_records_each_mtr_jobs_context(registry):
                                                                              "flag": None}
     mpe = next(j for j in plan_suite(registry, "paper-mpe"))
     assert run_context(mpe, "lockstep") is None  # a family without such a choice records nothing
+
+
+def test_a_folder_begun_per_round_is_not_finished_one_pass(tmp_path, registry):
+    from duplexeval.runner.errors import RunConfigMismatch
+
+    per = plan_for(registry, echo_spec(), mtr_bench(registry, "per-round"), tmp_path / "job")
+    per.prepare()
+    with pytest.raises(RunConfigMismatch, match="history_as_heard changed"):
+        plan_for(registry, echo_spec(), mtr_bench(registry), tmp_path / "job").prepare()
+    one = plan_for(registry, echo_spec(), mtr_bench(registry), tmp_path / "other")
+    one.prepare()
+    one.prepare()  # a one-pass folder resumes one-pass

@@ -99,6 +99,12 @@ class JobPlan:
     def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
         raise NotImplementedError
 
+    def resume_identity(self) -> dict[str, Any]:
+        """Settings of how the units are played that a resume must not mix (session_config.json);
+        empty by default. MTR's one-pass history-as-heard says so: a folder begun per-round is
+        not finished one-pass."""
+        return {}
+
     def summary(self) -> str:
         """A progress line saying what the job holds."""
         return f"  {len(self._unit_items())} units"
@@ -153,7 +159,8 @@ class JobPlan:
         self.bench_dir.mkdir(parents=True, exist_ok=True)
         self.write_job_files()
         ids = [i for _, items in self.groups() for i, _ in items]
-        prepare_out_dir(self.spec, ids, self.bench_dir, self.clock, self.rate, self.seed, self.prompt)
+        prepare_out_dir(self.spec, ids, self.bench_dir, self.clock, self.rate, self.seed, self.prompt,
+                        self.resume_identity())
 
     def finished(self, unit: Unit) -> bool:
         return all(finished_status(self.bench_dir / "items" / i) is not None for i in unit.item_ids)

@@ -81,6 +81,11 @@ class MtrPlan(JobPlan):
     def build_groups(self) -> list:
         return item_factories(self.job.bench, self.scored()[1], teacher_forcing=self.context["teacher_forcing"])
 
+    def resume_identity(self) -> dict[str, Any]:
+        """One-pass rounds come from one session per dialogue: a folder begun per round is not
+        finished that way (nor the reverse: a per-round folder has no such key and resumes as before)."""
+        return {"history_as_heard": "one-pass"} if self.one_pass else {}
+
     def write_job_files(self) -> None:
         write_job_files(self.bench_dir, self.job, self.job.bench)
         write_rounds_file(self.bench_dir, self.scored()[1])
