@@ -3,7 +3,8 @@ window end) against per-round (a fresh session per round): same bytes, same scor
 
 Two deterministic models without teacher_forcing: the babbler (24 kHz, resampled) with its
 spec's capabilities taken away, and a stand-in that echoes what it heard (tests/echo_agent.py,
-16 kHz), whose output depends on its input. Three rounds of the embedded S+I dialogue.
+16 kHz), whose output depends on its input. Three rounds of the embedded S+I dialogue
+on the lockstep clock; the realtime clock's cut on two short stand-in items (a tone).
 Scores use real Silero VAD and a stand-in transcriber (one word per 0.3 s of audio).
 """
 
@@ -18,11 +19,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from duplexeval.benchmarks.mtr.items import history_as_heard, item_factories, load_dialogues, scored_rounds
+from duplexeval.benchmarks.mtr.items import history_as_heard, load_dialogues, scored_rounds
 from duplexeval.benchmarks.mtr.plan import HISTORY_FLAG, MtrPlan
 from duplexeval.benchmarks.mtr.score import judges_for, score_bench_dir
 from duplexeval.runfolder.plan import Job
 from duplexeval.runner.items import ModelHost, prepare_out_dir
+from duplexeval.runner.stimulus import Stimulus
 from duplexeval.specs import Registry
 from duplexeval.specs.loader import Spec
 
@@ -167,31 +169,55 @@ def test_a_crashed_run_resumes_the_dialogue_as_a_whole(tmp_path, registry):
     assert {r.item_id: (r.item_dir / "recording.wav").read_bytes() for r in redone} == before
 
 
-def test_one_pass_on_the_realtime_clock_cuts_each_round_from_one_session(tmp_path, registry):
-    bench = mtr_bench(registry)
-    rounds = [r for r in scored_rounds(bench, load_dialogues(bench)) if r.round.round <= 2]
-    groups = item_factories(bench, rounds, teacher_forcing=False)
+class Prefix(Stimulus):
+    """A stand-in item: a tone (the same for every item) heard up to `seconds`, its frame count
+    as `n_frames`, one event at its last frame."""
+
+    def __init__(self, audio: np.ndarray, seconds: float):
+        self.audio, self.seconds = audio, seconds
+        self.events: list[dict] = []
+
+    def bind(self, rate: int, frame_samples: int) -> None:
+        super().bind(rate, frame_samples)
+        self.n_frames = int(round(self.seconds * rate)) // frame_samples
+
+    def next_input(self, frame_idx: int) -> np.ndarray | None:
+        if frame_idx >= self.n_frames:
+            return None
+        if frame_idx == self.n_frames - 1:
+            self.events.append({"frame": frame_idx, "type": "last_frame"})
+        f = self.frame_samples
+        return self.audio[frame_idx * f:(frame_idx + 1) * f]
+
+    def drain_events(self) -> list[dict]:
+        out, self.events = self.events, []
+        return out
+
+
+def test_one_pass_on_the_realtime_clock_cuts_each_item_from_one_session(tmp_path):
+    from duplexeval.audio import read_stereo_recording
     from duplexeval.runner.fork import play_group
     from duplexeval.specs.modelspec import model_spec_from
 
+    tone = (0.3 * np.sin(2 * np.pi * 330 * np.arange(32000) / 16000)).astype(np.float32)
+    items = [("a", lambda: Prefix(tone, 0.8)), ("b", lambda: Prefix(tone, 1.6))]
     spec = model_spec_from(echo_spec())
-    out = prepare_out_dir(spec, [i for _, items in groups for i, _ in items], tmp_path, "realtime", 16000, 0, None)
+    out = prepare_out_dir(spec, ["a", "b"], tmp_path, "realtime", 16000, 0, None)
     host = ModelHost(spec)
     try:
-        (gid, items), = groups
-        results = play_group(host, out, gid, items, rate=16000, seed=0, prompt=None, one_pass_clock="realtime")
+        results = play_group(host, out, "g", items, rate=16000, seed=0, prompt=None, one_pass_clock="realtime")
     finally:
         host.close()
     assert [r.status for r in results] == ["ok", "ok"]
     statuses = [json.loads((r.item_dir / "status.json").read_text()) for r in results]
-    assert [s["clock"] for s in statuses] == ["realtime"] * 2
-    assert statuses[0]["frames"] < statuses[1]["frames"] == statuses[1]["one_pass"]["session_frames"]
-    from duplexeval.audio import read_stereo_recording
-
+    assert [(s["clock"], s["frames"]) for s in statuses] == [("realtime", 10), ("realtime", 20)]
+    assert statuses[0]["one_pass"]["session_frames"] == 20 and "underrun_frames" in statuses[0]["one_pass"]
     h1, s1, _ = read_stereo_recording(results[0].item_dir / "recording.wav")
     h2, s2, _ = read_stereo_recording(results[1].item_dir / "recording.wav")
-    assert np.array_equal(h1, h2[: len(h1)]) and np.array_equal(s1, s2[: len(s1)])  # one session, two prefixes
+    assert len(h1) == 10 * 1280 and np.array_equal(h1, h2[: len(h1)]) and np.array_equal(s1, s2[: len(s1)])
     assert np.abs(s2).max() > 0.0  # the echo was heard
+    events = [json.loads(line) for line in (results[0].item_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["frame"] for e in events if e["type"] == "last_frame"] == [9]  # its own event only
 
 
 def test_history_as_heard_mode_is_a_checked_spec_field(registry):
