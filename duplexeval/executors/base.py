@@ -1,8 +1,9 @@
 """Work units, job plans and the worker that plays units: what every executor shares.
 
 A job (one model x one benchmark) is cut into **work units**: one item, or, for forked
-and one-pass jobs, one group of items that share a session (runner/fork.py, runner/one_pass.py). A unit writes only under
-its own item folders, so units of one job can run on different model servers at once.
+and one-pass jobs, one group of items that share a session (runner/fork.py,
+runner/one_pass.py). A unit writes only under its own item folders, so units of one job
+can run on different model servers at once.
 The driver plans units up front; a worker receives a unit together with its (small,
 picklable) `JobPlan` and builds the unit's stimulus itself, so no audio or closure is
 ever shipped between processes or nodes. The executor knows units and plans, never a
