@@ -8,11 +8,14 @@ from another model)), or, given here, a measurement (`--step-ms moshi=41`, `--ba
 moshi=8:60` from `bench/gpu_check_moshi.py` on a GPU machine). A model without a figure is
 assumed to take a whole GPU to step one session in real time. Everything else comes from
 the specs: which models run which benchmarks (specs/suites/paper-*.yaml), each benchmark's
-data size (`data.count`), rounds and context mode (fork or replay, from the model's
-capabilities and the suite's clock), each model's frame length and GPU memory.
+data size (`data.count`), rounds and context mode (fork, replay or history as heard, from
+the model's capabilities, the suite's clock and the spec's `context.history_as_heard`), each
+model's frame length and GPU memory.
 
 The projection, per job:
-  audio seconds  = units x seconds of audio per unit (replay plays round k's history again)
+  audio seconds  = units x seconds of audio per unit (a dialogue plays once when it forks or
+                   runs history-as-heard one-pass; replay and history-as-heard per-round
+                   play round k's history again: 1 + 2 + ... + R rounds)
   speed per GPU  = the executor's packing (duplexeval/executors/packing.py): servers per GPU
                    by memory and step cost, never more than keep real time;
                    lockstep: sessions x frame_ms / step_ms (the GPU's compute);
@@ -21,12 +24,14 @@ The projection, per job:
   wall           = audio seconds / (speed per GPU x GPUs)
 
 The clock per model (issue 26, item 3): the paper suite runs MTR-DuplexBench on the
-realtime clock, which cannot fork, so round k replays rounds 1..k-1. A model spec's
-`latency_clock` says which clock reproduces its published timing (docs/runner.md, "The
-clock per model"): a frame-synchronous model (the Moshi family, `latency_clock: lockstep`)
+realtime clock, which cannot fork, so a teacher-forced round k replays rounds 1..k-1; a
+model without teacher forcing runs history as heard, one session per dialogue (one-pass,
+issue 38), linear as a fork. A model spec's `latency_clock` says which clock reproduces
+its published timing (docs/runner.md, "The clock per model"): a frame-synchronous model (the Moshi family, `latency_clock: lockstep`)
 gives in lockstep the onsets a real-time listener hears, one frame earlier, as long as one
 step fits in a frame, and lockstep can fork, so its MTR jobs are projected on lockstep +
-fork; every other model keeps the suite's realtime clock and replays the history.
+fork; every other model keeps the suite's realtime clock (history as heard, one-pass, for
+the paper's models without teacher forcing).
 `--lockstep-mtr MODEL` overrides the specs ('none': the suite's clock everywhere).
 
 Plus the harness: its CPU cost per frame (bench/bench_runner.py) gives the cores the
@@ -108,8 +113,11 @@ def unit_audio_s(job: Job, context: str) -> tuple[int, float]:
         return count, ASSUMED_UNIT_S["mtr-quality"]
     if dimension in ("mtr-instruction", "mtr-safety"):
         return count, ASSUMED_UNIT_S["mtr-query"]
+    from duplexeval.benchmarks.mtr.items import plays_dialogue_once
+
     rounds = int(bench.get("rounds", 10))
-    played_rounds = rounds if context == "fork" else rounds * (rounds + 1) / 2  # replay: round k plays k rounds
+    # fork, history-as-heard one-pass: the dialogue once; replay, history-as-heard per-round: round k plays k rounds
+    played_rounds = rounds if plays_dialogue_once(bench, context) else rounds * (rounds + 1) / 2
     return count, played_rounds * ASSUMED_UNIT_S["mtr-round"]
 
 
@@ -251,7 +259,8 @@ def main(argv: list[str] | None = None) -> None:
     source = "the specs' latency_clock" if args.lockstep_mtr is None else "as given"
     print("  MTR clock: " + (", ".join(lockstep_mtr) + f" lockstep + fork ({source}: frame-synchronous, one output "
                               "frame per input frame, a step within a frame); " if lockstep_mtr else "")
-          + "every other model as the suite says (realtime, replayed history)")
+          + "every other model as the suite says (realtime: history as heard, one session per dialogue "
+            "(one-pass), for a model without teacher forcing; a teacher-forced history replayed per round)")
     print(f"  scoring: Silero VAD on both channels at {args.vad_x_per_core:g}x real time per core, batched "
           f"(measured, bench/bench_scoring.py) on {args.cores} cores; ASR on the model channel at "
           f"{args.asr_x_per_gpu:g}x real time per GPU, batched ("

@@ -214,10 +214,18 @@ class Benchmark(ABC):
     def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
                      clock: str = "realtime") -> float | None:
         """Seconds of audio one work unit of this benchmark streams to a model with these
-        capabilities on this clock (an MTR dialogue without fork replays its rounds): the
+        capabilities on this clock (an MTR dialogue replayed per round plays its history again): the
         dry run's audio minutes, a paid API's cost estimate and `--max-cost`'s reservation per
         session (duplexeval/runs/cost_estimate.py). None (the default): unknown, and the
         estimate says so rather than guessing for the family."""
+        return None
+
+    def run_context(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                    clock: str = "realtime") -> dict[str, Any] | None:
+        """How this benchmark's items reach a model with these capabilities on this clock, where
+        the family has a choice that changes what the model hears (MTR: its context mode, and
+        how history-as-heard rounds are played): the run manifest's `jobs[].context`, written
+        before anything plays. None (the default): no such choice."""
         return None
 
     def planned_units(self, bench: dict[str, Any]) -> int | None:

@@ -5,7 +5,7 @@ caller types what it needs by the group, so the report asks only `Reports` of a 
 (tests/test_benchmark_plugins.py checks every public hook of `Benchmark` is in one).
 
     Runs      the executor and `run`:        family, plan, after_run, statistics, unit_audio_s,
-              planned_units
+              planned_units, run_context
     Scores    `score`, `verify`:              score_dir, result_lines, outcomes
     Reports   reports/ (handed the plug-ins): report_sections, report_item, record_span,
               record_speech, turn_roles, higher_is_better, paper_arithmetic, paper_golden_files
@@ -49,6 +49,9 @@ class Runs(Protocol):
                      clock: str = "realtime") -> float | None: ...
 
     def planned_units(self, bench: dict[str, Any]) -> int | None: ...
+
+    def run_context(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                    clock: str = "realtime") -> dict[str, Any] | None: ...
 
 
 @runtime_checkable

@@ -58,7 +58,7 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     from duplexeval.executors import make_pool
     from duplexeval.runfolder.manifest import build_manifest
     from duplexeval.runfolder.plan import plan_suite
-    from duplexeval.runs.execute import execute, sessions_record, with_runner
+    from duplexeval.runs.execute import execute, run_context, sessions_record, with_runner
 
     registry = Registry.load()
     suite = registry.get("suite", suite_id).data
@@ -87,6 +87,10 @@ def run_suite(suite_id: str, *, models: list[str] | None, benchmarks: list[str] 
     manifest = build_manifest(run_id, suite_id, planned, registry, clock, seed, suite["cache_mode"])
     manifest["limit"] = limit
     manifest["max_sessions"] = sessions_record(planned, max_sessions)
+    for entry, job in zip(manifest["jobs"], planned):  # how the items reach the model, where a family has a choice
+        context = run_context(job, entry["clock"])
+        if context is not None:
+            entry["context"] = context
     printer = ProgressPrinter()
     pool = make_pool(executor, run_dir, jobs=jobs, ray_address=ray_address,
                      scoring_progress=printer.scoring if executor == "serial" else None)

@@ -1,8 +1,9 @@
 """Work units, job plans and the worker that plays units: what every executor shares.
 
 A job (one model x one benchmark) is cut into **work units**: one item, or, for forked
-jobs, one group of items that share a session (runner/fork.py). A unit writes only under
-its own item folders, so units of one job can run on different model servers at once.
+and one-pass jobs, one group of items that share a session (runner/fork.py,
+runner/one_pass.py). A unit writes only under its own item folders, so units of one job
+can run on different model servers at once.
 The driver plans units up front; a worker receives a unit together with its (small,
 picklable) `JobPlan` and builds the unit's stimulus itself, so no audio or closure is
 ever shipped between processes or nodes. The executor knows units and plans, never a
@@ -35,7 +36,7 @@ class CannotRun(Exception):
 
 @dataclass(frozen=True)
 class Unit:
-    """One schedulable piece of a job: its items share a session (one item unless forked)."""
+    """One schedulable piece of a job: its items share a session (one item unless grouped)."""
 
     job_key: str                  # "<model>/<benchmark>"
     unit_id: str                  # the item id, or the fork group id
@@ -71,13 +72,14 @@ class JobPlan:
     """A job as units: the driver calls `prepare` and `units`, a worker `play`, a scorer `score`.
 
     Subclasses (one per benchmark family, duplexeval/benchmarks/<family>/plan.py) give
-    `build_groups` (the items with lazy stimulus factories, grouped when forked),
+    `build_groups` (the items with lazy stimulus factories, grouped when forked or one-pass),
     `write_job_files` and `score`. Raising `CannotRun(reason)` from the constructor or
     `build_groups` means "this job cannot run". Only the constructor's arguments are pickled: the factories
     are rebuilt where the unit runs.
     """
 
-    forked = False
+    forked = False      # units are groups played as one forked session (lockstep; runner/fork.py)
+    one_pass = False    # units are groups played as one session, each item a prefix (runner/one_pass.py)
     prompt: str | None = None
 
     def __init__(self, job: Any, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None):
@@ -97,6 +99,12 @@ class JobPlan:
 
     def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
         raise NotImplementedError
+
+    def resume_identity(self) -> dict[str, Any]:
+        """Settings of how the units are played that a resume must not mix (session_config.json);
+        empty by default. MTR's one-pass history-as-heard says so: a folder begun per-round is
+        not finished one-pass."""
+        return {}
 
     def summary(self) -> str:
         """A progress line saying what the job holds."""
@@ -133,7 +141,7 @@ class JobPlan:
 
     def _unit_items(self) -> dict[str, list[tuple[str, Any]]]:
         if self._by_unit is None:
-            if self.forked:
+            if self.forked or self.one_pass:
                 self._by_unit = {g: items for g, items in self.groups()}
             else:
                 self._by_unit = {i: [(i, f)] for _, items in self.groups() for i, f in items}
@@ -152,7 +160,8 @@ class JobPlan:
         self.bench_dir.mkdir(parents=True, exist_ok=True)
         self.write_job_files()
         ids = [i for _, items in self.groups() for i, _ in items]
-        prepare_out_dir(self.spec, ids, self.bench_dir, self.clock, self.rate, self.seed, self.prompt)
+        prepare_out_dir(self.spec, ids, self.bench_dir, self.clock, self.rate, self.seed, self.prompt,
+                        self.resume_identity())
 
     def finished(self, unit: Unit) -> bool:
         return all(finished_status(self.bench_dir / "items" / i) is not None for i in unit.item_ids)
@@ -160,15 +169,16 @@ class JobPlan:
     def play(self, host: ModelHost, unit: Unit) -> list[ItemResult]:
         items = self._unit_items()[unit.unit_id]
         kw = dict(rate=self.rate, seed=self.seed, prompt=self.prompt)
-        if self.forked:
-            return play_group(host, self.bench_dir, unit.unit_id, items, **kw)
+        if self.forked or self.one_pass:
+            return play_group(host, self.bench_dir, unit.unit_id, items, **kw,
+                              one_pass_clock=self.clock if self.one_pass else None)
         (item_id, factory), = items
         return [play_item(host, self.bench_dir, item_id, factory, self.clock, **kw)]
 
     def session(self, unit: Unit) -> UnitSession:
         """The unit as one session of a batch (runner/unit_batch.py)."""
         return UnitSession(self.bench_dir, unit.unit_id, list(self._unit_items()[unit.unit_id]), self.forked,
-                           self.clock, self.rate, self.seed, self.prompt)
+                           self.clock, self.rate, self.seed, self.prompt, one_pass=self.one_pass)
 
 
 def worker_identity(name: str) -> dict[str, Any]:

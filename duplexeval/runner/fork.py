@@ -39,6 +39,7 @@ from duplexeval.runner.items import (
     startup_failure,
     write_item,
 )
+from duplexeval.runner.one_pass import run_one_pass_session
 from duplexeval.runner.session import SessionOutcome, harness_frame_samples
 from duplexeval.specs.modelspec import ModelSpec, model_spec_from
 
@@ -225,11 +226,13 @@ def run_forked_items(model_spec: Any, groups: Iterable[Group], out_dir: str | Pa
 
 
 def play_group(host: ModelHost, out: Path, group_id: str, items: list[tuple[str, StimulusFactory]], *, rate: int,
-               seed: int, prompt: str | None) -> list[ItemResult]:
-    """One group of a prepared folder on `host` (lockstep): skipped when all its items are finished, else redone whole.
+               seed: int, prompt: str | None, one_pass_clock: str | None = None) -> list[ItemResult]:
+    """One group of a prepared folder on `host`: skipped when all its items are finished, else redone whole.
 
-    The unit of work an executor hands out for forked jobs: the group's items share one
-    session, so they are never split over hosts; it touches only their item folders.
+    The unit of work an executor hands out for grouped jobs: the group's items share one
+    session, so they are never split over hosts; it touches only their item folders. The
+    session is forked (lockstep), or with `one_pass_clock` one session on that clock whose
+    prefixes are the items (runner/one_pass.py).
     """
     spec = host.spec
     dirs = {i: out / "items" / i for i, _ in items}
@@ -249,11 +252,13 @@ def play_group(host: ModelHost, out: Path, group_id: str, items: list[tuple[str,
             host.start_error = f"model {spec.id} could not be started ({spec.backend} backend): {exc}"
             outcomes = [(i, startup_failure(rate, host.start_error)) for i, _ in items]
         else:
-            outcomes = asyncio.run(run_forked_session(host.ensure(), spec, [(i, fac()) for i, fac in items], rate, s,
-                                                      prompt))
+            stimuli = [(i, fac()) for i, fac in items]
+            outcomes = asyncio.run(
+                run_forked_session(host.ensure(), spec, stimuli, rate, s, prompt) if one_pass_clock is None
+                else run_one_pass_session(host.ensure(), spec, stimuli, one_pass_clock, rate, s, prompt))
             fault = next((o.fault for _, o in outcomes if o.fault is not None), None)
             if fault is not None:
                 add_group_diagnostics(outcomes, host.after_fault(fault))
     else:
         outcomes = [(i, startup_failure(rate, host.start_error, retried=False)) for i, _ in items]
-    return [write_item(dirs[item_id], outcome, spec, "lockstep", s) for item_id, outcome in outcomes]
+    return [write_item(dirs[item_id], outcome, spec, one_pass_clock or "lockstep", s) for item_id, outcome in outcomes]

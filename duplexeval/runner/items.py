@@ -232,8 +232,11 @@ def _check_config(out_dir: Path, config: dict, also_same: dict | None = None) ->
 
 
 def prepare_out_dir(spec: ModelSpec, ids: list[str], out_dir: str | os.PathLike[str], clock: str, rate: int,
-                    seed: int, prompt: str | None) -> Path:
-    """Checks item ids and the resume identity of `out_dir` (shared by run_items and forked runs)."""
+                    seed: int, prompt: str | None, extra: dict[str, Any] | None = None) -> Path:
+    """Checks item ids and the resume identity of `out_dir` (shared by run_items and forked runs).
+
+    `extra`: more settings the folder's items depend on (a job plan's `resume_identity`), part
+    of that identity only when given, so folders that never had them resume as before."""
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ValueError(f"duplicate item ids: {', '.join(dupes)}")
@@ -245,7 +248,7 @@ def prepare_out_dir(spec: ModelSpec, ids: list[str], out_dir: str | os.PathLike[
     # The model's identity leaves its display fields out: renaming it for a report resumes.
     _check_config(out, {"model": spec.id, "model_sha256": spec.identity_sha256 or spec.sha256, "clock": clock,
                         "rate": rate, "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt),
-                        **batch_identity(spec)}, also_same={"model_sha256": spec.sha256})
+                        **batch_identity(spec), **(extra or {})}, also_same={"model_sha256": spec.sha256})
     return out
 
 

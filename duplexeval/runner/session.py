@@ -39,6 +39,10 @@ class SessionOutcome:
     ready: dict | None = None
     fault: ModelFault | None = None
     stats: dict = field(default_factory=dict)
+    # Lockstep only, on request (`run_session(keep_model_frames=True)`): each output frame as the
+    # model sent it, before resampling, so a caller can rebuild the recording of any prefix
+    # (runner/one_pass.py); the delay-free `said` of a prefix is not a prefix of `said`.
+    model_frames: list[np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -80,16 +84,17 @@ def pipeline_window(spec: ModelSpec, stimulus: Stimulus, override: int | None = 
 
 async def run_session(endpoint: Endpoint, spec: ModelSpec, stimulus: Stimulus, clock: str = "lockstep",
                       rate: int = 16000, seed: int = 0, prompt: str | None = None,
-                      pipeline_frames: int | None = None) -> SessionOutcome:
+                      pipeline_frames: int | None = None, keep_model_frames: bool = False) -> SessionOutcome:
     """Runs one session; a model fault is returned in the outcome, never raised.
 
     `pipeline_frames` overrides the spec's lockstep window (see `pipeline_window`); the
-    recorded bytes are the same for every window.
+    recorded bytes are the same for every window. `keep_model_frames`: lockstep keeps the
+    model's raw output frames in `out.model_frames` (for cutting prefixes, runner/one_pass.py).
     """
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
     window = pipeline_window(spec, stimulus, pipeline_frames)
-    out = SessionOutcome(rate=rate)
+    out = SessionOutcome(rate=rate, model_frames=[] if keep_model_frames and clock == "lockstep" else None)
     client: ProtocolClient | None = None
     try:
         client = await ProtocolClient.open(endpoint, spec.step_timeout_s)
@@ -228,6 +233,8 @@ class _Lockstep(_FrameLoop):
             if n == sent:
                 break
             y = await self.client.recv_output(n, out_n)
+            if self.out.model_frames is not None:
+                self.out.model_frames.append(y)
             self.observe(n, self.out_rs.push(y))
             n += 1
             self.out.frames = n

@@ -38,6 +38,7 @@ from duplexeval.runner.items import (
     startup_failure,
     write_item,
 )
+from duplexeval.runner.one_pass import run_one_pass_session
 from duplexeval.runner.session import SessionOutcome
 from duplexeval.runner.stimulus import Stimulus
 
@@ -54,6 +55,7 @@ class UnitSession:
     rate: int
     seed: int                                   # the run seed; the session's is item_seed(seed, unit_id)
     prompt: str | None
+    one_pass: bool = False                      # a one-pass group: one session, each item a prefix (runner/one_pass.py)
 
     @property
     def session_seed(self) -> int:
@@ -123,7 +125,7 @@ def _startup_errors(host: ModelHost, unit: UnitSession, retried: bool) -> list[I
 
 def _add_diagnostics(unit: UnitSession, outs: list[tuple[str, SessionOutcome]], diag: str) -> None:
     """As a lone item or group gets them (runner/items.py `run_one`, runner/fork.py `play_group`)."""
-    if unit.forked:
+    if unit.forked or unit.one_pass:
         add_group_diagnostics(outs, diag)
         return
     for _, out in outs:
@@ -224,6 +226,14 @@ async def _play_together(host: ModelHost, units: list[UnitSession]) -> list[list
 async def _play_unit(host: ModelHost, unit: UnitSession,
                      stimuli: list[tuple[str, Stimulus]]) -> list[tuple[str, SessionOutcome]]:
     endpoint, spec = host.endpoint, host.spec
+    if unit.one_pass:
+        for wait in (*BUSY_RETRY_S, None):
+            outs = await run_one_pass_session(endpoint, spec, stimuli, unit.clock, unit.rate, unit.session_seed,
+                                              unit.prompt)
+            if wait is None or not refused_busy([o for _, o in outs]):
+                break
+            await asyncio.sleep(wait)
+        return outs
     if not unit.forked:
         (item_id, stimulus), = stimuli
         out = await run_session_when_free(endpoint, spec, stimulus, unit.clock, unit.rate, unit.session_seed,

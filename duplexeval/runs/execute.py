@@ -59,6 +59,14 @@ def sessions_record(jobs: list[Job], cap: int | None) -> dict[str, Any]:
     return {"cap": cap, "models": {j.model.id: j.runner.max_sessions for j in jobs if j.runner is not None}}
 
 
+def run_context(job: Job, clock: str) -> dict[str, Any] | None:
+    """The manifest's `jobs[].context`: how the job's items reach its model on `clock`, where
+    its family has a choice (the `run_context` hook); None where it has none."""
+    model = job.model.data
+    return benchmark_for(job.bench, job.benchmark.path).run_context(
+        job.bench, capabilities=tuple(model.get("capabilities", [])), clock=clock)
+
+
 def plan_job(job: Job, bench_dir: Path, *, clock: str, seed: int, cache_mode: str, limit: int | None) -> JobPlan:
     """The job's work units, from its family's plug-in (duplexeval/benchmarks/); CannotRun says why it cannot run."""
     clock = job.clock or clock

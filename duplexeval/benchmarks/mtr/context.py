@@ -11,6 +11,10 @@ frames, and give the same recordings (tests/test_mtr_context.py).
 
 A model without teacher_forcing (`context.without_capability: history-as-heard`) hears
 the same user audio with its own earlier replies as history; its results are flagged.
+Nothing is forced then, so round k's stimulus differs from round k+1's only in where it
+ends (`n_frames`): one session per dialogue serves every round, each cut at its window
+end (`context.history_as_heard: one-pass`, duplexeval.runner.one_pass), or a fresh
+session per round (`per-round`).
 """
 
 from __future__ import annotations

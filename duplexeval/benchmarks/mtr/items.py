@@ -204,6 +204,31 @@ def item_factories(bench: dict[str, Any], rounds: list[ScoredRound], teacher_for
     return list(groups.items())
 
 
+HISTORY_AS_HEARD = ("one-pass", "per-round")
+
+
+def history_as_heard(bench: dict[str, Any]) -> str:
+    """context.history_as_heard (default one-pass): how a history-as-heard job plays its rounds.
+
+    `one-pass`: one session per dialogue, to the last scored round's window end, each round
+    cut from it at its own window end (runner/one_pass.py: linear in rounds); `per-round`:
+    a fresh session per round (quadratic). Nothing is forced and the stimulus depends on the
+    round only through where it ends, so a causal, deterministic model records the same
+    bytes either way; a sampling one draws one trajectory per dialogue instead of one per round.
+    """
+    rule = bench.get("context", {}).get("history_as_heard", HISTORY_AS_HEARD[0])
+    if rule not in HISTORY_AS_HEARD:
+        raise ValueError(f"benchmark {bench.get('id')}: context.history_as_heard must be one of {HISTORY_AS_HEARD}, "
+                         f"got {rule!r}")
+    return rule
+
+
+def plays_dialogue_once(bench: dict[str, Any], mode: str) -> bool:
+    """Whether a dialogue's audio is played once (fork; history-as-heard one-pass) rather than
+    round k replaying rounds 1..k (replay; history-as-heard per-round): the cost's shape."""
+    return mode == "fork" or (mode == "history-as-heard" and history_as_heard(bench) == "one-pass")
+
+
 def context_mode(bench: dict[str, Any], capabilities: list[str], clock: str) -> str:
     """fork | replay | history-as-heard | skip: how round k's history reaches this model."""
     wants_tf = bool(bench["context"]["teacher_forcing"])

@@ -1,11 +1,13 @@
-"""An MTR-DuplexBench job of a run: dialogues -> scored rounds -> work units (forked or replayed) -> scores.
+"""An MTR-DuplexBench job of a run: dialogues -> scored rounds -> work units (forked, one-pass or replayed) -> scores.
 
 Mirrors the Duplex-MPE plan in benchmarks/mpe/plan.py; the executor plays the units. How round k's
 history reaches the model (docs/mtr.md, "Context consistency") is recorded in
 context.json and results.json:
 `fork` (teacher forcing, snapshot per round: linear), `replay` (teacher forcing, a fresh
 session per round: quadratic, same bytes), `history-as-heard` (no teacher forcing: the
-model's own replies are its history; flagged, not comparable).
+model's own replies are its history; flagged, not comparable), played `one-pass` (one
+session per dialogue, each round cut at its window end: linear) or `per-round` (a fresh
+session per round: quadratic) as the spec's `context.history_as_heard` says.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from duplexeval.benchmarks.mtr.items import context_mode, item_factories, load_dialogues, scored_rounds
+from duplexeval.benchmarks.mtr.items import (
+    context_mode,
+    history_as_heard,
+    item_factories,
+    load_dialogues,
+    scored_rounds,
+)
 from duplexeval.benchmarks.mtr.score import judges_for, score_bench_dir, write_rounds_file
 from duplexeval.executors.base import CannotRun, JobPlan
 from duplexeval.io import atomic_write_json
@@ -23,14 +31,20 @@ HISTORY_FLAG = ("history as heard: the model lacks teacher_forcing, so its own e
                 "not comparable with teacher-forced results")
 
 
-def context_record(mode: str) -> dict[str, Any]:
-    return {"mode": mode, "teacher_forcing": mode in ("fork", "replay"),
-            "flag": HISTORY_FLAG if mode == "history-as-heard" else None}
+def context_record(mode: str, played: str = "one-pass") -> dict[str, Any]:
+    """context.json (and results.json's `context`); a history-as-heard job also says how its
+    rounds were played (`history_as_heard`: one-pass | per-round)."""
+    record: dict[str, Any] = {"mode": mode, "teacher_forcing": mode in ("fork", "replay"),
+                              "flag": HISTORY_FLAG if mode == "history-as-heard" else None}
+    if mode == "history-as-heard":
+        record["history_as_heard"] = played
+    return record
 
 
 class MtrPlan(JobPlan):
     """An MTR-DuplexBench job as units: one dialogue per unit when forked (its rounds share a
-    trunk), else one scored round per unit (a fresh session each)."""
+    trunk) or played one-pass (its rounds are prefixes of one session), else one scored round
+    per unit (a fresh session each)."""
 
     def __init__(self, job, bench_dir: Path, **kw):
         super().__init__(job, bench_dir, **kw)
@@ -38,7 +52,8 @@ class MtrPlan(JobPlan):
         if self.mode == "skip":
             raise CannotRun(f"model {job.model.id} lacks teacher_forcing and the spec says skip")
         self.forked = self.mode == "fork"
-        self.context = context_record(self.mode)
+        self.one_pass = self.mode == "history-as-heard" and history_as_heard(job.bench) == "one-pass"
+        self.context = context_record(self.mode, history_as_heard(job.bench))
         self._scored: tuple[list, list] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -66,6 +81,11 @@ class MtrPlan(JobPlan):
     def build_groups(self) -> list:
         return item_factories(self.job.bench, self.scored()[1], teacher_forcing=self.context["teacher_forcing"])
 
+    def resume_identity(self) -> dict[str, Any]:
+        """One-pass rounds come from one session per dialogue: a folder begun per round is not
+        finished that way (nor the reverse: a per-round folder has no such key and resumes as before)."""
+        return {"history_as_heard": "one-pass"} if self.one_pass else {}
+
     def write_job_files(self) -> None:
         write_job_files(self.bench_dir, self.job, self.job.bench)
         write_rounds_file(self.bench_dir, self.scored()[1])
@@ -73,7 +93,8 @@ class MtrPlan(JobPlan):
 
     def summary(self) -> str:
         dialogues, scored = self.scored()
-        return f"  {len(scored)} rounds from {len(dialogues)} dialogues, context {self.mode}"
+        played = f" ({self.context['history_as_heard']})" if "history_as_heard" in self.context else ""
+        return f"  {len(scored)} rounds from {len(dialogues)} dialogues, context {self.mode}{played}"
 
     def score(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
         return score_bench_dir(self.bench_dir, self.job.bench, judges_for(self.job.bench, self.cache_mode),

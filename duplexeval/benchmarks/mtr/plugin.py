@@ -37,8 +37,9 @@ class MtrDuplexBench(Benchmark):
                      clock: str = "realtime") -> float | None:
         """Assumed: a 120 s Candor clip (quality, the paper's); one spoken query and its response
         window, 15 s (instruction, safety); a round of 12 s otherwise, and a dialogue of R rounds
-        plays R of them when it forks, 1 + 2 + ... + R when round k replays rounds 1..k."""
-        from duplexeval.benchmarks.mtr.items import context_mode
+        plays R of them when it forks or plays history-as-heard one-pass, 1 + 2 + ... + R when
+        round k replays rounds 1..k (replay; history-as-heard per-round)."""
+        from duplexeval.benchmarks.mtr.items import context_mode, plays_dialogue_once
 
         dimension = bench.get("dimension", "")
         if dimension == "mtr-quality":
@@ -46,8 +47,17 @@ class MtrDuplexBench(Benchmark):
         if dimension in ("mtr-instruction", "mtr-safety"):
             return 15.0
         rounds = int(bench.get("rounds", 10))
-        fork = context_mode(bench, list(capabilities), clock) == "fork"
-        return (rounds if fork else rounds * (rounds + 1) / 2) * 12.0
+        once = plays_dialogue_once(bench, context_mode(bench, list(capabilities), clock))
+        return (rounds if once else rounds * (rounds + 1) / 2) * 12.0
+
+    def run_context(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
+                    clock: str = "realtime") -> dict[str, Any] | None:
+        """context.json's record for the job (plan.py `context_record`): fork, replay or
+        history-as-heard, and for history-as-heard one-pass or per-round."""
+        from duplexeval.benchmarks.mtr.items import context_mode, history_as_heard
+        from duplexeval.benchmarks.mtr.plan import context_record
+
+        return context_record(context_mode(bench, list(capabilities), clock), history_as_heard(bench))
 
     def planned_units(self, bench: dict[str, Any]) -> int | None:
         """`data.count`, else from a local dialogue file: one unit per dialogue, or per query
