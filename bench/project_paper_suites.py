@@ -57,7 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from duplexeval.executors.packing import Packing, StepCost, pack  # noqa: E402
+from duplexeval.executors.packing import CpuCost, CpuPacking, Packing, StepCost, pack, pack_cpu  # noqa: E402
 from duplexeval.runfolder.plan import Job, plan_suite  # noqa: E402
 from duplexeval.specs.registry import default_registry  # noqa: E402
 
@@ -89,6 +89,8 @@ class Projection:
     audio_s: float
     cost: StepCost
     packing: Packing
+    cpu_cost: CpuCost | None = None  # a CPU-only model (launch.gpus: 0): on the cores, not the GPUs
+    cpu: CpuPacking | None = None
 
     @property
     def frame_ms(self) -> float:
@@ -99,8 +101,9 @@ class Projection:
         return self.packing.speed_per_gpu
 
     def wall_s(self, gpus: int) -> float:
-        speed = self.speed_per_gpu()
-        return self.audio_s / (speed * gpus) if speed > 0 else math.inf
+        """Playing time on `gpus` GPUs; a CPU-only model's on the cluster's cores, whatever the GPUs."""
+        speed = self.cpu.speed if self.cpu is not None else self.speed_per_gpu() * gpus
+        return self.audio_s / speed if speed > 0 else math.inf
 
 
 def unit_audio_s(job: Job, context: str) -> tuple[int, float]:
@@ -137,11 +140,14 @@ def lockstep_models() -> tuple[str, ...]:
 
 
 def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tuple[int, float]] | None = None,
-            lockstep_mtr: tuple[str, ...] = (), costs: dict[str, StepCost] | None = None) -> list[Projection]:
+            lockstep_mtr: tuple[str, ...] = (), costs: dict[str, StepCost] | None = None,
+            cores: int = 64, harness_ms: float = 0.4) -> list[Projection]:
     """One Projection per job of the paper suites. `step_ms`: model -> measured ms of a
     one-session step; `batch`: model -> (N, measured ms of a width-N step); both replace the
     spec's figure, as `costs` (model -> StepCost) does. `lockstep_mtr`: frame-synchronous
-    models whose MTR jobs run lockstep (and fork)."""
+    models whose MTR jobs run lockstep (and fork). A CPU-only model (`launch.gpus: 0`) is
+    packed on the cluster's `cores`, each session needing its `launch.cpu_step` share plus
+    the harness's (`harness_ms` per frame)."""
     registry = default_registry()
     batch = batch or {}
     costs = costs or {}
@@ -163,13 +169,20 @@ def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tu
             if context == "skip":
                 continue
             count, per_unit = unit_audio_s(job, context)
+            cpu_cost = CpuCost.of_spec(model)
+            cpu = (pack_cpu(cpu_cost, cores, clock, harness_ms / cost.frame_ms) if cpu_cost is not None else None)
             rows.append(Projection(job.model.id, suite_id, job.benchmark.id, clock, context, count * per_unit,
-                                   cost, pack(cost, gpu_memory_gb, clock)))
+                                   cost, pack(cost, gpu_memory_gb, clock), cpu_cost, cpu))
     return rows
 
 
-def figure_label(cost: StepCost, packing: Packing) -> str:
-    """The step figure in a table cell: kind, the width used and its ms per frame, the GPU."""
+def figure_label(cost: StepCost, packing: Packing, cpu_cost: CpuCost | None = None) -> str:
+    """The step figure in a table cell: kind, the width used and its ms per frame, the GPU;
+    for a CPU-only model, its kind and x real time per core."""
+    if cpu_cost is not None:
+        if not cpu_cost.has_figure:
+            return "none: CPU, 1 core per session, 1x"
+        return f"{cpu_cost.kind}: CPU, {cpu_cost.x_real_time_per_core:g}x real time per core"
     if not cost.has_figure:
         return "none: 1 session, a whole GPU, 1x"
     gpu = f", {cost.gpu}" if cost.gpu else ""
@@ -178,6 +191,25 @@ def figure_label(cost: StepCost, packing: Packing) -> str:
     if step <= 0:
         return f"{cost.kind}: {cost.servers} servers per GPU in real time{gpu}"
     return f"{cost.kind}: {packing.sessions} in {step:g} ms/{cost.frame_ms:g} ms{gpus}{gpu}"
+
+
+def describe_cpu(model: str, cost: CpuCost, packing: CpuPacking, harness_ms: float, frame_ms: float) -> list[str]:
+    """Assumption lines of a CPU-only model: its figure, what one session needs, what it leaves out."""
+    harness = harness_ms / frame_ms
+    figure = (f"{cost.x_real_time_per_core:g}x real time per core" if cost.has_figure
+              else "no CPU figure (assumed: one core per session at exactly real time)")
+    lines = [f"  {model}: CPU only (launch.gpus: 0), no GPU: {figure}; a session needs "
+             f"{1 / cost.x_real_time_per_core:.4f} cores + the harness's {harness:.4f}, so {packing.cores} cores "
+             f"hold {packing.sessions} sessions side by side ({cost.kind}: {cost.source})"]
+    if cost.excludes:
+        lines.append(f"  {model}: not in its figure, {cost.excludes}: assumed to serve {packing.sessions} concurrent "
+                     "requests (one per session side by side) at the latency it has alone; its cost is not projected, "
+                     "like the judges'")
+    if packing.sessions > packing.cores:
+        lines.append(f"  {model}: the Ray executor reserves one CPU per actor (executors/ray.py), one server per "
+                     f"actor: today it holds at most {packing.cores} sessions at once on {packing.cores} cores, not "
+                     f"{packing.sessions}, unless a server holds several (launch.max_sessions)")
+    return lines
 
 
 def describe(model: str, cost: StepCost) -> str:
@@ -218,7 +250,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="batched Silero VAD, x real time per CPU core (default: measured by bench_scoring.py)")
     parser.add_argument("--asr-x-per-gpu", type=float, default=ASSUMED_ASR_X_PER_GPU,
                         help="batched ASR, x real time per GPU (default: assumed, not measured)")
-    parser.add_argument("--cores", type=int, default=64, help="CPU cores of the cluster for scoring's VAD (default 64)")
+    parser.add_argument("--cores", type=int, default=64,
+                        help="CPU cores of the cluster: scoring's VAD, and the sessions of a CPU-only model (default 64)")
     parser.add_argument("--harness-ms", type=float, default=0.4,
                         help="harness CPU ms per frame per session (bench/bench_runner.py; default the issue's target)")
     parser.add_argument("--target-h", type=float, default=3.0, help="the wall time a suite should fit in (default 3)")
@@ -240,15 +273,20 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"--batch {item!r}: expected MODEL=N:MILLISECONDS")
     lockstep_mtr = (lockstep_models() if args.lockstep_mtr is None
                     else tuple(m for m in args.lockstep_mtr if m != "none"))
-    rows = project(args.gpu_memory_gb, step_ms, batch, lockstep_mtr)
+    if args.cores < 1:
+        parser.error(f"--cores must be >= 1, got {args.cores}")
+    rows = project(args.gpu_memory_gb, step_ms, batch, lockstep_mtr, cores=args.cores, harness_ms=args.harness_ms)
 
     print("Assumptions (every figure with its kind: measured by this harness, declared = measured elsewhere "
           "or published, assumed = borrowed or guessed):")
     print(f"  GPU memory {args.gpu_memory_gb:g} GB (an H200, the GPU of the measured figures); a server's memory "
           "is its spec's launch.gpu_memory_gb (declared by the spec) unless its step figure says otherwise")
-    costs = {r.model: r.cost for r in rows}
-    for model, cost in sorted(costs.items()):
-        print(describe(model, cost))
+    by_name = {r.model: r for r in rows}
+    for model, row in sorted(by_name.items()):
+        if row.cpu_cost is not None and row.cpu is not None:
+            print("\n".join(describe_cpu(model, row.cpu_cost, row.cpu, args.harness_ms, row.frame_ms)))
+        else:
+            print(describe(model, row.cost))
     other = StepCost.of_spec(default_registry().get("model", VLLM_OMNI_MOSHI).data)
     print(describe(f"{VLLM_OMNI_MOSHI} (not a paper model; its figure is the row 'moshi on "
                    f"{VLLM_OMNI_MOSHI}'s figure' below)", other))
@@ -270,41 +308,72 @@ def main(argv: list[str] | None = None) -> None:
           "are added (scoring could overlap the playing of later units)")
     print()
     g = args.gpus
-    print(f"| model | suite | clock | step figure | audio (h) | servers/GPU x sessions | x real time/GPU | 1 GPU: playing (h) "
-          f"| {g} GPUs: playing (h) | scoring (h) | total (h) | harness cores | {args.target_h:g} h on {g} GPUs? |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| model | suite | clock | runs on | step figure | audio (h) | servers/GPU x sessions | x real time/GPU "
+          f"| 1 GPU: playing (h) | {g} GPUs: playing (h) | scoring (h) | total (h) | harness cores "
+          f"| {args.target_h:g} h on {g} GPUs? |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     # Moshi again on the figure of its architecture's other server (vLLM-Omni's PersonaPlex
     # path, which replaced the standalone engine's 32 sessions per GPU), for comparison.
     compare = [replace(r, model=f"moshi on {VLLM_OMNI_MOSHI}'s figure") for r in
-               project(args.gpu_memory_gb, {}, {}, lockstep_mtr, {"moshi": other}) if r.model == "moshi"]
+               project(args.gpu_memory_gb, {}, {}, lockstep_mtr, {"moshi": other}, args.cores, args.harness_ms)
+               if r.model == "moshi"]
     for suite_id in SUITES:
         by_model: dict[str, list[Projection]] = {}
         for row in [*rows, *compare]:
             if row.suite == suite_id:
                 by_model.setdefault(row.model, []).append(row)
         for model, jobs in by_model.items():
-            audio_s = sum(j.audio_s for j in jobs)
-            one = sum(j.wall_s(1) for j in jobs) / 3600
-            many = sum(j.wall_s(g) for j in jobs) / 3600
-            scoring = scoring_h(jobs, g, args.cores, args.vad_x_per_core, args.asr_x_per_gpu)
-            total = many + scoring
-            clocks = "/".join(sorted({j.clock for j in jobs}))
-            servers = "/".join(sorted({f"{j.packing.servers / j.cost.gpus:g} x {j.packing.sessions}" for j in jobs}))
-            speed = "/".join(sorted({f"{j.speed_per_gpu():.2f}" for j in jobs}))
-            if math.isinf(many):
-                fastest = min(ms for _, ms in jobs[0].cost.steps)
-                cores, verdict = 0, ("no: every step measured is longer than a frame on the realtime clock "
-                                     f"({fastest:g} ms per {jobs[0].frame_ms:g} ms at best): it cannot keep real time")
-            else:
-                frames_per_s = audio_s / (many * 3600) * 1000 / jobs[0].frame_ms
-                cores = math.ceil(frames_per_s * args.harness_ms / 1000)
-                need = audio_s / 3600 / (max(args.target_h - scoring, 1e-9) * g)
-                verdict = "yes" if total <= args.target_h else (
-                    f"no: needs {need:.1f}x real time per GPU, its figures give "
-                    f"{audio_s / 3600 / (many * g):.2f}x" + ("" if jobs[0].cost.has_figure
-                                                             else " (no step figure: measure it on a GPU)"))
-            print(f"| {model} | {suite_id} | {clocks} | {figure_label(jobs[0].cost, jobs[0].packing)} | {audio_s / 3600:,.0f} "
-                  f"| {servers} | {speed} | {one:,.1f} | {many:,.1f} | {scoring:,.2f} | {total:,.1f} | {cores} | {verdict} |")
+            print(table_row(model, suite_id, jobs, args))
+
+
+def table_row(model: str, suite_id: str, jobs: list[Projection], args: argparse.Namespace) -> str:
+    """One model's row of the table. A CPU-only model runs on the cluster's cores: its GPU
+    columns say so, its speed is the cores' and its wall the same on any number of GPUs."""
+    g = args.gpus
+    audio_s = sum(j.audio_s for j in jobs)
+    one = sum(j.wall_s(1) for j in jobs) / 3600
+    many = sum(j.wall_s(g) for j in jobs) / 3600
+    scoring = scoring_h(jobs, g, args.cores, args.vad_x_per_core, args.asr_x_per_gpu)
+    total = many + scoring
+    clocks = "/".join(sorted({j.clock for j in jobs}))
+    first = jobs[0]
+    on_cpu = first.cpu is not None
+    if on_cpu:
+        runs_on = f"CPU: {args.cores} cores"
+        servers = "/".join(sorted({f"{j.cpu.sessions} sessions on {args.cores} cores" for j in jobs if j.cpu}))
+        speed = "/".join(sorted({f"{j.cpu.speed:.2f} on {args.cores} cores" for j in jobs if j.cpu}))
+        one_cell = "- (no GPU)"
+    else:
+        runs_on = "GPU"
+        servers = "/".join(sorted({f"{j.packing.servers / j.cost.gpus:g} x {j.packing.sessions}" for j in jobs}))
+        speed = "/".join(sorted({f"{j.speed_per_gpu():.2f}" for j in jobs}))
+        one_cell = f"{one:,.1f}"
+    if math.isinf(many):
+        cores = 0
+        if on_cpu and first.cpu_cost is not None:
+            verdict = (f"no: {first.cpu_cost.x_real_time_per_core:g}x real time per core, below 1x: one session "
+                       "cannot keep real time on the realtime clock")
+        else:
+            fastest = min(ms for _, ms in first.cost.steps)
+            verdict = ("no: every step measured is longer than a frame on the realtime clock "
+                       f"({fastest:g} ms per {first.frame_ms:g} ms at best): it cannot keep real time")
+    else:
+        frames_per_s = audio_s / (many * 3600) * 1000 / first.frame_ms
+        cores = math.ceil(frames_per_s * args.harness_ms / 1000)
+        room = max(args.target_h - scoring, 1e-9)
+        if on_cpu:
+            has_figure = first.cpu_cost is not None and first.cpu_cost.has_figure
+            verdict = "yes" if total <= args.target_h else (
+                f"no: needs {audio_s / 3600 / room:.1f}x real time on {args.cores} cores, its figures give "
+                f"{audio_s / 3600 / many:.2f}x" + ("" if has_figure else " (no CPU figure: bench/bench_cpu_model.py)"))
+        else:
+            verdict = "yes" if total <= args.target_h else (
+                f"no: needs {audio_s / 3600 / (room * g):.1f}x real time per GPU, its figures give "
+                f"{audio_s / 3600 / (many * g):.2f}x" + ("" if first.cost.has_figure
+                                                         else " (no step figure: measure it on a GPU)"))
+    figure = figure_label(first.cost, first.packing, first.cpu_cost)
+    return (f"| {model} | {suite_id} | {clocks} | {runs_on} | {figure} | {audio_s / 3600:,.0f} | {servers} | {speed} "
+            f"| {one_cell} | {many:,.1f} | {scoring:,.2f} | {total:,.1f} | {cores} | {verdict} |")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ The rule, for k servers of one model on one GPU (or one group of `launch.gpus` G
 - never more servers than a measurement saw keep real time (`servers`);
 - with several widths measured, the one that gives the most audio per GPU (the realtime
   clock: only widths whose step fits a frame).
+
+A model that runs on CPU (`launch.gpus: 0`, e.g. the cascaded baseline) takes no GPU: its
+sessions run side by side on the node's cores, each needing the cores its server was
+measured to use per second of audio (`launch.cpu_step`, `CpuCost`, `pack_cpu`).
 """
 
 from __future__ import annotations
@@ -125,6 +129,74 @@ def pack(cost: StepCost, gpu_memory_gb: float, clock: str, sessions: int | None 
             speed = n * cost.frame_ms / ms / cost.gpus if ms > 0 else servers * n / cost.gpus
             options.append(Packing(servers, n, limited, servers * n / cost.gpus, speed))
     return max(options, key=lambda p: (p.speed_per_gpu, -p.sessions))
+
+
+@dataclass(frozen=True)
+class CpuCost:
+    """A CPU-only model's cost (`launch.gpus: 0`): the seconds of audio one core serves per
+    second, i.e. 1 / (CPU seconds its server spends per second of audio), from the spec's
+    `launch.cpu_step` (bench/bench_cpu_model.py measures it), and what the figure leaves
+    out (`excludes`: a service outside the server, such as an LLM endpoint)."""
+
+    x_real_time_per_core: float
+    kind: Kind = "assumed"
+    source: str = "no figure: a session is assumed to take one core at exactly real time"
+    excludes: str = ""
+
+    @classmethod
+    def of_spec(cls, spec: dict[str, Any]) -> CpuCost | None:
+        """The figure of a model whose spec says `launch.gpus: 0`; None for a GPU model."""
+        launch = spec.get("launch", {})
+        if "gpus" not in launch or int(launch["gpus"] or 0) != 0:
+            return None
+        step = launch.get("cpu_step")
+        if not step:
+            return cls(1.0)
+        return cls(float(step["x_real_time_per_core"]), step["kind"], step["source"], step.get("excludes", ""))
+
+    @property
+    def has_figure(self) -> bool:
+        return not self.source.startswith("no figure")
+
+    def cores_per_session(self, harness_cores: float = 0.0) -> float:
+        """Cores one session needs to keep real time: its server's share plus the harness's."""
+        return 1.0 / self.x_real_time_per_core + harness_cores
+
+
+@dataclass(frozen=True)
+class CpuPacking:
+    """Sessions of a CPU-only model side by side on a set of cores, and the speed they give."""
+
+    cores: int
+    sessions: int          # sessions the cores hold at once (0: one session cannot keep real time)
+    cores_per_session: float
+    speed: float           # x real time of recorded audio the cores sustain, all sessions together
+
+
+def pack_cpu(cost: CpuCost, cores: int, clock: str, harness_cores: float = 0.0) -> CpuPacking:
+    """Sessions of a CPU-only model on `cores` cores. Each session needs 1 / x_real_time_per_core
+    cores for its server plus `harness_cores` (the harness's share per session: it runs on the
+    same cores), so the cores hold floor(cores / that) sessions.
+    - realtime: each session plays at exactly 1x; a server that needs more than one core per
+      second of audio (x real time per core < 1) cannot keep real time, as a GPU step longer
+      than a frame cannot (its work is a sequence of steps on one thread): 0;
+    - lockstep: nothing waits on the wall clock, so the cores give their compute,
+      cores / cores_per_session x real time, whatever the number of sessions (at least 1).
+    The load is the average: a turn's ASR and TTS come in bursts, so a realtime run packed to
+    every core adds queueing to the reply latency it measures (docs/runner.md)."""
+    if clock not in ("lockstep", "realtime"):
+        raise ValueError(f"unknown clock {clock!r}; use 'lockstep' or 'realtime'")
+    if cores < 1:
+        raise ValueError(f"cores must be >= 1, got {cores}")
+    if cost.x_real_time_per_core <= 0 or harness_cores < 0:
+        raise ValueError("x_real_time_per_core must be > 0 and harness_cores >= 0")
+    need = cost.cores_per_session(harness_cores)
+    fit = math.floor(cores / need + 1e-9)  # 1e-9: a fit exact in decimals (4 cores / 0.4) is not lost to rounding
+    if clock == "realtime":
+        if cost.x_real_time_per_core < 1.0:
+            return CpuPacking(cores, 0, need, 0.0)
+        return CpuPacking(cores, fit, need, float(fit))
+    return CpuPacking(cores, max(1, fit), need, cores / need)
 
 
 GPU_MEMORY_ENV = "DUPLEXEVAL_GPU_MEMORY_GB"
