@@ -202,9 +202,9 @@ def describe_cpu(model: str, cost: CpuCost, packing: CpuPacking, harness_ms: flo
              f"{1 / cost.x_real_time_per_core:.4f} cores + the harness's {harness:.4f}, so {packing.cores} cores "
              f"hold {packing.sessions} sessions side by side ({cost.kind}: {cost.source})"]
     if cost.excludes:
-        lines.append(f"  {model}: not in its figure, {cost.excludes}: assumed to serve {packing.sessions} concurrent "
-                     "requests (one per session side by side) at the latency it has alone; its cost is not projected, "
-                     "like the judges'")
+        lines.append(f"  {model}: not in its figure, {cost.excludes}: assumed to serve the chat completions of "
+                     f"{packing.sessions} sessions side by side (up to {packing.sessions} at once, one per session) at "
+                     "the latency it has alone; its cost is not projected, like the judges'")
     if packing.sessions > packing.cores:
         lines.append(f"  {model}: the Ray executor reserves one CPU per actor (executors/ray.py), one server per "
                      f"actor: today it holds at most {packing.cores} sessions at once on {packing.cores} cores, not "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from duplexeval.executors.packing import Packing, StepCost, gpu_share, pack
+from duplexeval.executors.packing import CpuCost, CpuPacking, Packing, StepCost, gpu_share, pack, pack_cpu
 
 
 def cost(step_ms: float, *, sessions: int = 1, memory_gb: float = 10.0, frame_ms: float = 80.0,
@@ -108,3 +108,58 @@ def test_the_paper_models_figures_pack_as_their_sources_say():
     assert minicpm.kind == "declared" and pack(minicpm, 80.0, "realtime").sessions_per_gpu == 3.0
     vocalnet = of("vocalnet")
     assert vocalnet.kind == "measured" and pack(vocalnet, 141.0, "realtime").sessions_per_gpu == 6.0
+
+
+def cpu(x: float) -> CpuCost:
+    return CpuCost(x, "measured", "test figure")
+
+
+def test_a_cpu_model_packs_as_many_sessions_as_its_cores_serve():
+    """4 cores at 2.5x real time per core: a session needs 0.4 cores, 10 fit exactly."""
+    assert pack_cpu(cpu(2.5), 4, "realtime") == CpuPacking(4, 10, 0.4, 10.0)
+    assert pack_cpu(cpu(2.49), 4, "realtime").sessions == 9  # 0.4016 cores each: a tenth would overrun
+    # the harness runs on the same cores: 0.4 + 0.1 cores a session, 8 fit
+    assert pack_cpu(cpu(2.5), 4, "realtime", harness_cores=0.1) == CpuPacking(4, 8, 0.5, 8.0)
+
+
+def test_a_cpu_model_slower_than_real_time_on_one_core_never_runs_realtime():
+    assert pack_cpu(cpu(1.0), 2, "realtime").sessions == 2  # exactly one core a session still keeps up
+    out = pack_cpu(cpu(0.99), 64, "realtime")
+    assert out.sessions == 0 and out.speed == 0.0
+    # lockstep waits on nothing: the cores give their compute
+    assert pack_cpu(cpu(0.5), 4, "lockstep") == CpuPacking(4, 2, 2.0, 2.0)
+    assert pack_cpu(cpu(2.5), 4, "lockstep", harness_cores=0.1).speed == pytest.approx(8.0)
+
+
+def test_a_cpu_model_is_refused_bad_cores_and_clocks():
+    with pytest.raises(ValueError, match="cores must be >= 1"):
+        pack_cpu(cpu(2.0), 0, "realtime")
+    with pytest.raises(ValueError, match="unknown clock"):
+        pack_cpu(cpu(2.0), 4, "fast")
+
+
+def test_cpu_cost_comes_from_a_gpus_0_spec_only():
+    spec = {"launch": {"gpus": 0, "cpu_step": {"x_real_time_per_core": 10.1, "kind": "measured", "source": "s",
+                                                "excludes": "the LLM"}}, "audio": {"frame_ms": 80}}
+    assert CpuCost.of_spec(spec) == CpuCost(10.1, "measured", "s", "the LLM")
+    assert CpuCost.of_spec({"launch": {"gpus": 1}}) is None
+    assert CpuCost.of_spec({"launch": {}}) is None  # no gpus named: not a CPU model
+    bare = CpuCost.of_spec({"launch": {"gpus": 0}})
+    assert bare is not None and not bare.has_figure and bare.x_real_time_per_core == 1.0 and bare.kind == "assumed"
+    assert gpu_share({"launch": {"gpus": 0}}, "realtime", 141.0) == 0.0  # Ray reserves no GPU for it
+
+
+def test_the_paper_models_cpu_and_declared_figures():
+    """The cascaded baseline's measured CPU figure; Freeze-Omni's 3 servers per GPU, declared by
+    its authors' demo server, tie with its 40 GB servers in an H200's 141 GB."""
+    from duplexeval.specs.registry import default_registry
+
+    registry = default_registry()
+    cascade = CpuCost.of_spec(registry.get("model", "cascaded-baseline").data)
+    assert cascade is not None and cascade.kind == "measured" and cascade.x_real_time_per_core > 1
+    assert "bench/bench_cpu_model.py" in cascade.source and "LLM" in cascade.excludes
+    freeze = StepCost.of_spec(registry.get("model", "freeze-omni").data)
+    assert freeze.kind == "declared" and freeze.servers == 3 and "3e17af43" in freeze.source
+    assert pack(freeze, 141.0, "realtime") == Packing(3, 1, "measured servers", 3.0, 3.0)
+    assert pack(freeze, 80.0, "realtime") == Packing(2, 1, "memory", 2.0, 2.0)  # an 80 GB GPU: memory wins
+    assert pack(freeze, 141.0, "lockstep").speed_per_gpu == 3.0
