@@ -226,9 +226,10 @@ def report(args: argparse.Namespace, run_dir: Path, outcomes: list, watch: CpuWa
     print(f"  with start-up: {cpu / audio:.4f} CPU s per audio s ({audio / cpu:.1f}x real time per core)")
     print(f"  per audio second: {per_audio:.4f} CPU s -> {x_per_core:.1f}x real time per core")
     today = datetime.date.today().isoformat()
+    limit = f" --limit {args.limit}" if args.limit else ""
     print("\nlaunch:\n  cpu_step:\n"
           f"    x_real_time_per_core: {x_per_core:.1f}\n    kind: measured\n"
-          f"    source: \"bench/bench_cpu_model.py --model {args.model} --clock {args.clock} on the project's "
+          f"    source: \"bench/bench_cpu_model.py --model {args.model} --clock {args.clock}{limit} on the project's "
           f"2-core machine, {today}: {audio:.0f} s of audio ({args.suite}), {cpu:.1f} CPU s, start-up excluded\"")
     return 0
 

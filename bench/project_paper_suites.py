@@ -23,6 +23,14 @@ The projection, per job:
                    0 where one step is longer than a frame (cannot keep real time)
   wall           = audio seconds / (speed per GPU x GPUs)
 
+A model whose spec says `launch.gpus: 0` (the cascaded baseline) runs on CPU: it is projected
+on the cluster's `--cores`, not its GPUs: its sessions run side by side, each needing the
+cores its spec's `launch.cpu_step` was measured to use per second of audio
+(bench/bench_cpu_model.py) plus the harness's share (`--harness-ms` per frame); wall = audio
+seconds / the sessions the cores hold (realtime, each at 1x; executors/packing.py,
+`pack_cpu`). What its figure leaves out (`cpu_step.excludes`: the cascade's LLM endpoint) is
+printed as an assumption and not costed, like the judges.
+
 The clock per model (issue 26, item 3): the paper suite runs MTR-DuplexBench on the
 realtime clock, which cannot fork, so a teacher-forced round k replays rounds 1..k-1; a
 model without teacher forcing runs history as heard, one session per dialogue (one-pass,
