@@ -173,12 +173,16 @@ def main(argv: list[str] | None = None) -> int:
                      f"those are: {', '.join(models) or 'none'}")
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be >= 1, got {args.limit}")
+    from duplexeval.specs.registry import default_registry
+
+    suites = sorted(s.id for s in default_registry().all("suite"))
+    if args.suite not in suites:
+        parser.error(f"--suite {args.suite!r}: no such suite (specs/suites/); e.g. cascaded-baseline")
 
     sys.path.insert(0, str(ROOT / "tests"))
     from test_cascaded_baseline_run import KEY, AssistantLLM  # the CI test's LLM stand-in
 
     from duplexeval.commands.run import run_suite
-    from duplexeval.specs.registry import default_registry
 
     spec = default_registry().get("model", args.model).data
     llm = AssistantLLM().start()
@@ -213,6 +217,10 @@ def report(args: argparse.Namespace, run_dir: Path, outcomes: list, watch: CpuWa
         return 1
     per_bench = audio_played_s(run_dir)
     audio = sum(per_bench.values())
+    if audio <= 0 or not watch.seen:
+        print(f"error: nothing to measure: {audio:.1f} s of audio played, {len(watch.seen)} server processes seen "
+              f"(marker {watch.marker!r})", file=sys.stderr)
+        return 1
     servers = len(watch.seen)
     cpu = watch.cpu_s
     per_audio = max(cpu - startup * servers, 0.0) / audio if audio else float("nan")
@@ -229,8 +237,8 @@ def report(args: argparse.Namespace, run_dir: Path, outcomes: list, watch: CpuWa
     limit = f" --limit {args.limit}" if args.limit else ""
     print("\nlaunch:\n  cpu_step:\n"
           f"    x_real_time_per_core: {x_per_core:.1f}\n    kind: measured\n"
-          f"    source: \"bench/bench_cpu_model.py --model {args.model} --clock {args.clock}{limit} on the project's "
-          f"2-core machine, {today}: {audio:.0f} s of audio ({args.suite}), {cpu:.1f} CPU s, start-up excluded\"")
+          f"    source: \"bench/bench_cpu_model.py --model {args.model} --clock {args.clock}{limit} on a "
+          f"{os.cpu_count()}-core machine, {today}: {audio:.0f} s of audio ({args.suite}), {cpu:.1f} CPU s, start-up excluded\"")
     return 0
 
 

@@ -89,6 +89,7 @@ def test_the_bench_answers_help(bench, capsys):
     (["--model", "cascaded-baseline", "--limit", "0"], "--limit must be >= 1, got 0"),
     (["--model", "cascaded-baseline", "--clock", "fast"], "invalid choice: 'fast'"),
     ([], "the following arguments are required: --model"),
+    (["--model", "cascaded-baseline", "--suite", "nope"], "--suite 'nope': no such suite"),
 ])
 def test_the_bench_refuses_bad_arguments_before_playing_anything(bench, capsys, argv, message):
     with pytest.raises(SystemExit) as caught:
