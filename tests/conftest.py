@@ -17,8 +17,13 @@ from duplexeval.processes import PARALLEL_WORKERS_ENV
 # keep a module on one worker with xdist 3.8.0 and pytest 9.2.) Docker modules may run
 # beside each other: concurrent builds of one image are safe (wheelhouse), and each test
 # cleans up only its own containers.
+# Checked against the timeline of 2026-12-04 (bench/test_timeline.py; wall on a worker, the
+# machine loaded): embedded 248 s, executors 215 (mostly Ray waiting), moshi_run 203, mtr 168,
+# cascaded 69, the two Full-Duplex-Bench runs 58 and 54; every other module under 40 s
+# but moshi_batch (65 s), which file order already starts mid-session.
 SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_containers", "test_cascaded_baseline_run",
-                 "test_mtr_e2e", "test_executors_e2e", "test_moshi_conformance", "test_moshi_shim", "test_mtr_context",
+                 "test_mtr_e2e", "test_executors_e2e", "test_fdb_e2e", "test_fdb_v15_e2e",
+                 "test_moshi_conformance", "test_moshi_shim", "test_mtr_context",
                  # wall-clock sessions against the realtime stand-in: long, but mostly waiting
                  "test_realtime_runs", "test_realtime_bridge")
 
@@ -26,8 +31,7 @@ SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_containers", "test
 # Modules whose tests run real models on audio end to end (or play on the wall clock): marked
 # `slow` here, so `make test-fast` (`-m "not slow"`) leaves them out of the inner loop.
 # `make test` runs them all.
-END_TO_END = (*SLOWEST_FIRST, "test_fdb_e2e", "test_fdb_v15_e2e", "test_recordings_import", "test_qwen3_venv",
-              "test_asr_parakeet_venv")
+END_TO_END = (*SLOWEST_FIRST, "test_recordings_import", "test_qwen3_venv", "test_asr_parakeet_venv")
 
 
 def pytest_collection_modifyitems(config, items):
