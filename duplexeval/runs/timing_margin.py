@@ -77,6 +77,7 @@ def shifted_timings(asr_s: float, vad_s: float) -> Iterator[None]:
     import duplexeval.judges.asr as asr_mod
     import duplexeval.judges.vad_cache as vad_mod
     from duplexeval.judges.transcript import Transcript, Word
+    from duplexeval.judges.vad_cache import ShiftedEpisode
 
     transcribe, cached_episodes = asr_mod.transcribe, vad_mod.cached_episodes
 
@@ -88,9 +89,10 @@ def shifted_timings(asr_s: float, vad_s: float) -> Iterator[None]:
 
     def shifted_episodes(audio: Any, rate: int, *args: Any, **kwargs: Any) -> list[tuple[float, float]]:
         duration = len(audio) / float(rate)
-        out = [(_clamp(s + vad_s, duration), _clamp(e + vad_s, duration))
+        # each knows the edges the VAD found: a scorer cuts its ASR clip around those (vad_cache.asr_span)
+        out = [ShiftedEpisode(_clamp(s + vad_s, duration), _clamp(e + vad_s, duration), heard=(s, e))
                for s, e in cached_episodes(audio, rate, *args, **kwargs)]
-        return [(s, e) for s, e in out if e > s]
+        return [ep for ep in out if ep[1] > ep[0]]
 
     asr_mod.transcribe, vad_mod.cached_episodes = shifted_transcribe, shifted_episodes  # type: ignore[assignment]
     try:
