@@ -9,7 +9,8 @@ path's. The reply rule (duplexeval.agents.responder.reply_to) decides what the a
 a differing text that gives the same reply changes nothing in a run.
 
 Usage (a run with cascade recordings, e.g. after `make reproduce`):
-  .venv/bin/python bench/bench_cascade_asr.py runs/embedded --windows 30,10,5,2
+  .venv/bin/python bench/bench_cascade_asr.py runs/embedded --windows 30,10,5 [--verbose]
+(2026-12-04, a cold run's 388 utterances: docs/agents.md, "The cascade's ASR window")
 Timing on a shared machine is noisy: compare figures taken in one invocation.
 """
 
