@@ -19,7 +19,7 @@ from duplexeval.reports.compare import compare_run, failed
 from duplexeval.reports.golden import load_golden
 from duplexeval.reports.render import write_report
 from duplexeval.runfolder.run_dir import load_run
-from duplexeval.runs.timing_margin import APART, SHIFTS, timing_margin
+from duplexeval.runs.timing_margin import APART, SHIFTS, Moved, timing_margin
 from duplexeval.specs import repo_root
 
 BENCHES = ["mtr-combo-sipb", "mtr-interruption", "mtr-safety", "mtr-safety-interruption", "mtr-quality"]
@@ -121,6 +121,15 @@ def test_the_timing_margin_sees_a_cell_that_hinges_on_timing(run_dir):
     moved = {m.cell_id for m in out["moved"]}
     assert "embedded.mtr.oracle.combo-sipb.success.r1-10" in moved, moved
     assert all(m.status == "ok" and m.shifted_status != "ok" for m in out["moved"])
+
+
+def test_shifts_rescored_side_by_side_find_what_one_process_finds(run_dir):
+    """`reproduce --jobs 2` re-scores its shifts in two processes: the same cells move, under the same labels."""
+    args = (run_dir, [repo_root() / "golden" / "embedded.yaml"], 1.5)
+    kwargs = {"shifts": SHIFTS[:2], "only": {"oracle/mtr-combo-sipb"}}
+    serial, parallel = timing_margin(*args, **kwargs), timing_margin(*args, jobs=2, **kwargs)
+    assert serial["moved"] and sorted(map(Moved.line, parallel["moved"])) == sorted(map(Moved.line, serial["moved"]))
+    assert parallel["compared"] == serial["compared"] and parallel["errors"] == serial["errors"] == []
 
 
 def test_rescoring_gives_byte_identical_results(run_dir):

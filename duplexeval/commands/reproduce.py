@@ -92,7 +92,7 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
 
     margin_ms = suite.get("timing_margin_ms")
     if margin_ms:
-        ok &= _timing_margin(run_dir, [Path(p) for p in golden_paths], float(margin_ms))
+        ok &= _timing_margin(run_dir, [Path(p) for p in golden_paths], float(margin_ms), jobs)
 
     written = write_report(run_dir, families=plugins(), formats=["html", "latex"], golden_paths=golden_paths)
     click.echo("")
@@ -109,16 +109,17 @@ def reproduce(suite_id: str, models: str | None, run_id: str | None, runs_dir: P
     click.echo("reproduce: every comparison within tolerance")
 
 
-def _timing_margin(run_dir: Path, golden_paths: list[Path], margin_ms: float) -> bool:
+def _timing_margin(run_dir: Path, golden_paths: list[Path], margin_ms: float, jobs: int = 1) -> bool:
     """The suite's `timing_margin_ms`: no golden cell may move when every ASR word time and VAD
-    edge moves by that much (duplexeval.runs.timing_margin); True when none does."""
+    edge moves by that much (duplexeval.runs.timing_margin); True when none does. With `--jobs`
+    above 1 the two shifts re-score side by side (the run's workers are gone by then)."""
     from duplexeval.commands.timing_margin import print_margin
     from duplexeval.runs.timing_margin import APART, timing_margin
 
     click.echo(f"\n== timing margin: {run_dir} re-scored with ASR words and VAD edges moved {margin_ms:g} ms apart, "
                "each way")
     try:
-        out = timing_margin(run_dir, golden_paths, margin_ms / 1000.0, shifts=APART)
+        out = timing_margin(run_dir, golden_paths, margin_ms / 1000.0, shifts=APART, jobs=jobs)
     except ValueError as exc:  # a folder the scorers refuse: the check cannot vouch for the margin
         click.echo(f"timing margin: not checked: {exc}")
         return False

@@ -116,3 +116,33 @@ def _vad_versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[name] = "not-installed"
     return out
+
+
+class ShiftedEpisode(tuple):
+    """A VAD episode (start, end) moved by a timing-margin re-score (duplexeval.runs.timing_margin),
+    which still knows the edges the VAD found (`heard`).
+
+    Why: a scorer that cuts the clip it sends to the ASR around each episode must cut it around
+    `heard` (`asr_span`), so that the ASR gets the clip it got in the run, whose transcript is
+    cached, and its word times move by the ASR shift alone. Cut around the moved edges, every
+    clip is new audio: Whisper runs again on every episode under every shift (on a cold cache
+    about as many decodes as the run's whole scoring; the embedded suite's two shifts took
+    ~190), and a word Whisper hears differently on a clip 50 ms longer passes for a timing
+    effect."""
+
+    heard: tuple[float, float]
+
+    def __new__(cls, start: float, end: float, heard: tuple[float, float]) -> ShiftedEpisode:
+        self = super().__new__(cls, (start, end))
+        self.heard = (float(heard[0]), float(heard[1]))
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (a worker process) as what it is
+        return ShiftedEpisode, (self[0], self[1], self.heard)
+
+
+def asr_span(episode: tuple[float, float]) -> tuple[float, float]:
+    """The edges to cut an episode's ASR clip around: the VAD's own (a shifted episode's
+    `heard`), else the episode's."""
+    heard = getattr(episode, "heard", None)
+    return heard if heard is not None else (float(episode[0]), float(episode[1]))

@@ -77,6 +77,7 @@ def shifted_timings(asr_s: float, vad_s: float) -> Iterator[None]:
     import duplexeval.judges.asr as asr_mod
     import duplexeval.judges.vad_cache as vad_mod
     from duplexeval.judges.transcript import Transcript, Word
+    from duplexeval.judges.vad_cache import ShiftedEpisode
 
     transcribe, cached_episodes = asr_mod.transcribe, vad_mod.cached_episodes
 
@@ -88,9 +89,10 @@ def shifted_timings(asr_s: float, vad_s: float) -> Iterator[None]:
 
     def shifted_episodes(audio: Any, rate: int, *args: Any, **kwargs: Any) -> list[tuple[float, float]]:
         duration = len(audio) / float(rate)
-        out = [(_clamp(s + vad_s, duration), _clamp(e + vad_s, duration))
+        # each knows the edges the VAD found: a scorer cuts its ASR clip around those (vad_cache.asr_span)
+        out = [ShiftedEpisode(_clamp(s + vad_s, duration), _clamp(e + vad_s, duration), heard=(s, e))
                for s, e in cached_episodes(audio, rate, *args, **kwargs)]
-        return [(s, e) for s, e in out if e > s]
+        return [ep for ep in out if ep[1] > ep[0]]
 
     asr_mod.transcribe, vad_mod.cached_episodes = shifted_transcribe, shifted_episodes  # type: ignore[assignment]
     try:
@@ -154,12 +156,32 @@ def rescore_shifted(run_dir: Path, asr_s: float, vad_s: float, scratch: Path,
     return mirror, errors
 
 
+def _shifted_rows(run_dir: Path, golden_paths: list[Path], asr_s: float, vad_s: float, scratch: Path,
+                  only: set[str] | None = None,
+                  progress: Callable[[str], None] | None = None) -> tuple[list[tuple[str, str, float | None]], list[str]]:
+    """One shift: the run re-scored in `scratch`, then every golden cell's (id, status, got)
+    under it, and the folders that could not be re-scored. A top-level function, so that a
+    worker process can run it (`timing_margin`'s `jobs`)."""
+    from duplexeval.reports.compare import compare_run
+    from duplexeval.reports.golden import load_golden
+    from duplexeval.runfolder.run_dir import load_run
+
+    mirror, errors = rescore_shifted(run_dir, asr_s, vad_s, scratch, progress=progress, only=only)
+    shifted = load_run(mirror)
+    rows = [(r.cell_id, r.status, r.got) for p in golden_paths for r in compare_run(shifted, load_golden(p))]
+    shutil.rmtree(scratch, ignore_errors=True)
+    return rows, errors
+
+
 def timing_margin(run_dir: Path, golden_paths: list[Path], shift_s: float = 0.05,
                   shifts: tuple[tuple[str, int, int], ...] = SHIFTS,
                   progress: Callable[[str], None] | None = None,
-                  only: set[str] | None = None) -> dict[str, Any]:
+                  only: set[str] | None = None, jobs: int = 1) -> dict[str, Any]:
     """Re-score `run_dir` under each shift; every golden cell whose comparison status moves.
-    `only` limits the re-scoring to those "<model>/<benchmark>" folders.
+    `only` limits the re-scoring to those "<model>/<benchmark>" folders. `jobs` > 1 re-scores
+    that many shifts at once, each in its own process (the shifts share nothing but the
+    run's files, which they only read; `reproduce --jobs 2` checks its two shifts side by
+    side on two cores); then `progress` hears of each shift as it starts, not its folders.
 
     Returns {"moved": [Moved], "errors": [str], "compared": int}: `compared` counts the
     golden cells the run locates (each checked under every shift)."""
@@ -171,20 +193,33 @@ def timing_margin(run_dir: Path, golden_paths: list[Path], shift_s: float = 0.05
     base = {r.cell_id: r for g in goldens for r in compare_run(load_run(run_dir), g)}
     moved: list[Moved] = []
     errors: list[str] = []
+    labels = {name: f"ASR {a * shift_s * 1000:+.0f} ms, VAD {v * shift_s * 1000:+.0f} ms" for name, a, v in shifts}
     with tempfile.TemporaryDirectory(prefix="duplexeval-timing-margin-") as tmp:
-        for name, asr_sign, vad_sign in shifts:
-            label = f"ASR {asr_sign * shift_s * 1000:+.0f} ms, VAD {vad_sign * shift_s * 1000:+.0f} ms"
-            if progress:
-                progress(f"{name}: {label}")
-            scratch = Path(tmp) / name
-            mirror, errs = rescore_shifted(run_dir, asr_sign * shift_s, vad_sign * shift_s, scratch,
-                                           progress=(lambda m: progress(f"  {m}")) if progress else None, only=only)
+        args = {name: (run_dir, list(golden_paths), a * shift_s, v * shift_s, Path(tmp) / name, only)
+                for name, a, v in shifts}
+        if jobs > 1 and len(shifts) > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn, as the local executor's workers: the driver may hold onnxruntime/torch threads
+            with ProcessPoolExecutor(min(jobs, len(shifts)), mp_context=mp.get_context("spawn")) as pool:
+                futures = {}
+                for name in args:
+                    if progress:
+                        progress(f"{name}: {labels[name]}")
+                    futures[name] = pool.submit(_shifted_rows, *args[name])
+                results = {name: f.result() for name, f in futures.items()}
+        else:
+            results = {}
+            for name in args:
+                if progress:
+                    progress(f"{name}: {labels[name]}")
+                results[name] = _shifted_rows(*args[name], progress=(lambda m: progress(f"  {m}")) if progress else None)
+        for name, (rows, errs) in results.items():
             errors += [f"{name}: {e}" for e in errs]
-            for g in goldens:
-                for r in compare_run(load_run(mirror), g):
-                    b = base.get(r.cell_id)
-                    if b is not None and b.status != r.status:
-                        moved.append(Moved(r.cell_id, label, b.status, r.status, b.got, r.got))
-            shutil.rmtree(scratch, ignore_errors=True)
+            for cell_id, status, got in rows:
+                b = base.get(cell_id)
+                if b is not None and b.status != status:
+                    moved.append(Moved(cell_id, labels[name], b.status, status, b.got, got))
     located = [r for r in base.values() if r.status != MISSING]
     return {"moved": moved, "errors": errors, "compared": len(located)}

@@ -46,6 +46,7 @@ from duplexeval.benchmarks.mtr.judged import (
 from duplexeval.benchmarks.mtr.segments import Segment, backchannel_frequency, segments_from
 from duplexeval.io import atomic_write_json, sha256_file, sha256_json
 from duplexeval.judges.vad import vad_hysteresis
+from duplexeval.judges.vad_cache import asr_span
 from duplexeval.scoring.words import merge_word_pieces
 
 RESULTS_VERSION = 1
@@ -114,8 +115,10 @@ def model_words(recording: Path, start_s: float, end_s: float, bench: dict[str, 
         return whole_channel_words(part, rate, start_s, episodes, bench, transcriber, calls)
     by_episode: list[list[W]] = []
     pad = float(bench["asr"].get("episode_pad_s", EPISODE_PAD_S))
-    for s, e in episodes:
-        lo, hi = max(0.0, s - pad), min(len(part) / rate, e + pad)
+    for episode in episodes:
+        s, e = episode
+        heard_s, heard_e = asr_span(episode)  # a timing-margin re-score: the clip the run transcribed
+        lo, hi = max(0.0, heard_s - pad), min(len(part) / rate, heard_e + pad)
         calls["asr"] += 1
         t = transcriber(part[int(lo * rate):int(hi * rate)], rate, bench["asr"])
         by_episode.append([])
