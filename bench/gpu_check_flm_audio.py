@@ -61,7 +61,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from gpu_step_block import gpu_short_name, print_block  # noqa: E402  (bench/, beside this script)
+from gpu_check_common import forcing_line, run_checks  # noqa: E402  (bench/, beside this script)
+from gpu_step_block import gpu_short_name, print_block  # noqa: E402
 
 SEED = 1234
 FRAME_MS = 80.0
@@ -298,31 +299,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def check_forcing() -> str:
         session(SEED + 2)
-        codes, tokens = [], []
-        steps = 24
-        for t in range(steps):
-            server.step(t, user[t], forced_audio[t])
-            codes.append(server.last_forced_codes.detach().clone().cpu())
-            tokens.append(None if server.last_tokens is None else server.last_tokens.detach().clone().cpu())
-        checked = mismatched = 0
-        for t in range(steps - 1):
-            out = tokens[t + 1]
-            if out is None:
-                continue
-            checked += 1
-            mismatched += not torch.equal(out[:, 1:9, :], codes[t])
-        ok = checked >= steps - 2 and mismatched == 0
-        return (f"{'PASS' if ok else 'FAIL'} teacher forcing: forced codes of frame t verbatim at step t+1 in "
-                f"{checked - mismatched}/{checked} frames (8 codebooks each)")
+        return forcing_line(server, user, forced_audio)
 
-    failures = 0
-    for name, check in (("speed", check_speed), ("fork", check_fork), ("teacher forcing", check_forcing)):
-        try:
-            line = check()
-        except Exception as exc:  # one check failing must not hide the others
-            line = f"FAIL {name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        failures += line.startswith("FAIL")
-        print(line, flush=True)
+    failures = run_checks((("speed", check_speed), ("fork", check_fork), ("teacher forcing", check_forcing)))
     print("INFO batched widths N > 1: not measured: the shim steps one session per server "
           "(upstream's LMGen.depformer_step starts a frame's codes from a [1, 0] tensor, so N rows cannot step)")
     peak = 0.0

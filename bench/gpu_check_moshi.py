@@ -54,7 +54,8 @@ sys.path.insert(0, str(HERE.parent))
 if (HERE / ".gpu-deps").is_dir():
     sys.path.insert(0, str(HERE / ".gpu-deps"))
 
-from gpu_step_block import gpu_short_name, print_block  # noqa: E402  (bench/, beside this script)
+from gpu_check_common import forcing_line, run_checks  # noqa: E402  (bench/, beside this script)
+from gpu_step_block import gpu_short_name, print_block  # noqa: E402
 
 SEED = 1234
 REAL_TIME_FPS = 12.5  # 80 ms frames
@@ -214,23 +215,7 @@ def main() -> int:
 
     def check_forcing() -> str:
         session(SEED + 2)
-        codes: list[torch.Tensor] = []
-        tokens: list[torch.Tensor | None] = []
-        steps = 24
-        for t in range(steps):
-            server.step(t, user[t], forced_audio[t])
-            codes.append(server.last_forced_codes.detach().clone().cpu())
-            tokens.append(None if server.last_tokens is None else server.last_tokens.detach().clone().cpu())
-        checked = mismatched = 0
-        for t in range(steps - 1):
-            out = tokens[t + 1]
-            if out is None:
-                continue
-            checked += 1
-            mismatched += not torch.equal(out[:, 1:9, :], codes[t])
-        ok = checked >= steps - 2 and mismatched == 0
-        return (f"{'PASS' if ok else 'FAIL'} teacher forcing: forced codes of frame t verbatim at step t+1 in "
-                f"{checked - mismatched}/{checked} frames (8 codebooks each)")
+        return forcing_line(server, user, forced_audio)
 
     measured: list[tuple[int, float]] = []
 
@@ -272,16 +257,9 @@ def main() -> int:
             print(f"INFO profile of {args.profile} batched steps at N={widths[-1]} (own time, top 20):")
             pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(20)
 
-    failures = 0
     checks = () if args.batch_only else (("speed", check_speed), ("fork", check_fork),
                                          ("teacher forcing", check_forcing))
-    for name, check in checks:
-        try:
-            line = check()
-        except Exception as exc:  # one check failing must not hide the others
-            line = f"FAIL {name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        failures += line.startswith("FAIL")
-        print(line, flush=True)
+    failures = run_checks(checks)
     spec = args.batches or ("1,2,4" if args.tiny else "1,2,4,8,16,32")
     if spec != "none":
         try:

@@ -58,7 +58,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from gpu_step_block import gpu_short_name, print_block  # noqa: E402  (bench/, beside this script)
+from gpu_check_common import run_checks  # noqa: E402  (bench/, beside this script)
+from gpu_step_block import gpu_short_name, print_block  # noqa: E402
 
 SEED = 1234
 FRAME_MS = 40.0
@@ -294,14 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             detail += "; inconclusive: continuing without restore gave the same output"
         return f"{'PASS' if exact and sensitive else 'FAIL'} fork: {detail}"
 
-    failures = 0
-    for name, check in (("speed", check_speed), ("fork", check_fork)):
-        try:
-            line = check()
-        except Exception as exc:  # one check failing must not hide the others
-            line = f"FAIL {name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        failures += line.startswith("FAIL")
-        print(line, flush=True)
+    failures = run_checks((("speed", check_speed), ("fork", check_fork)))
     peak = 0.0
     if device == "cuda":
         peak = torch.cuda.max_memory_allocated() / 2**30
