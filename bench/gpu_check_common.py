@@ -1,5 +1,5 @@
-"""What the `bench/gpu_check_*.py` scripts share: running their checks one line each, and the
-teacher-forcing check of the Moshi-family shims.
+"""What the `bench/gpu_check_*.py` scripts share: running their checks one line each, the
+teacher-forcing check of the Moshi-family shims, a snapshot's size and the peak-memory line.
 
 Why one module: each script prints PASS/FAIL lines that bench/gpu_checks.sh summarises, and a
 check that raises must print its own FAIL line without hiding the checks after it; the
@@ -47,3 +47,37 @@ def forcing_line(server: Any, user: Any, forced_audio: Any, steps: int = 24) -> 
     ok = checked >= steps - 2 and mismatched == 0
     return (f"{'PASS' if ok else 'FAIL'} teacher forcing: forced codes of frame t verbatim at step t+1 in "
             f"{checked - mismatched}/{checked} frames (8 codebooks each)")
+
+
+def snapshot_mb(snapshot: object) -> float:
+    """MB of every tensor inside a fork snapshot (dicts, lists, objects, a DynamicCache; each
+    object walked once, so shared or cyclic references count once)."""
+    import torch
+
+    total = 0
+    stack, seen = [snapshot], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, torch.Tensor):
+            total += x.numel() * x.element_size()
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif hasattr(x, "__dict__"):
+            stack.extend(vars(x).values())
+    return total / 1e6
+
+
+def peak_memory_gb(torch: Any, weights_gb: float, built: str) -> float:
+    """Prints the memory line on CUDA (after building `built`, and at the peak); the peak in GiB
+    (0 on a CPU dry run)."""
+    if not torch.cuda.is_available():
+        return 0.0
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    print(f"INFO memory: {weights_gb:.1f} GiB after building ({built}), {peak:.1f} GiB at the peak "
+          f"(of {torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB)", flush=True)
+    return peak

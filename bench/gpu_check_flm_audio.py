@@ -61,7 +61,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from gpu_check_common import forcing_line, run_checks  # noqa: E402  (bench/, beside this script)
+from gpu_check_common import forcing_line, peak_memory_gb, run_checks, snapshot_mb  # noqa: E402  (bench/, beside this script)
 from gpu_step_block import gpu_short_name, print_block  # noqa: E402
 
 SEED = 1234
@@ -117,28 +117,6 @@ def _mimi(loaders: Any, device: str, tiny: bool) -> Any:
     model.eval()
     model.set_num_codebooks(8)
     return model
-
-
-def _tensors(obj: object) -> list:
-    """Every tensor inside a snapshot (for its size); DynamicCache included."""
-    import torch
-
-    out: list = []
-    stack, seen = [obj], set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, torch.Tensor):
-            out.append(x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif hasattr(x, "__dict__"):
-            stack.extend(vars(x).values())
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         k, m = 8, fork_frames
         run(0, k)
         snap = server.snapshot()
-        size_mb = sum(t.numel() * t.element_size() for t in _tensors(snap)) / 1e6
+        size_mb = snapshot_mb(snap)
         first = run(k, m)
         server.restore(snap)
         second = run(k, m)
@@ -304,11 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     failures = run_checks((("speed", check_speed), ("fork", check_fork), ("teacher forcing", check_forcing)))
     print("INFO batched widths N > 1: not measured: the shim steps one session per server "
           "(upstream's LMGen.depformer_step starts a frame's codes from a [1, 0] tensor, so N rows cannot step)")
-    peak = 0.0
-    if device == "cuda":
-        peak = torch.cuda.max_memory_allocated() / 2**30
-        print(f"INFO memory: {weights_gb:.1f} GiB after building (LM, two Mimis), {peak:.1f} GiB at the peak "
-              f"(of {torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB)", flush=True)
+    peak = peak_memory_gb(torch, weights_gb, "LM, two Mimis") if device == "cuda" else 0.0
     if step_ms:
         mean = sum(step_ms) / len(step_ms)
         gpu = "CPU (tiny dry run)" if args.tiny else gpu_short_name(torch.cuda.get_device_name(0))

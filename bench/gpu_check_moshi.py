@@ -54,7 +54,7 @@ sys.path.insert(0, str(HERE.parent))
 if (HERE / ".gpu-deps").is_dir():
     sys.path.insert(0, str(HERE / ".gpu-deps"))
 
-from gpu_check_common import forcing_line, run_checks  # noqa: E402  (bench/, beside this script)
+from gpu_check_common import forcing_line, run_checks, snapshot_mb  # noqa: E402  (bench/, beside this script)
 from gpu_step_block import gpu_short_name, print_block  # noqa: E402
 
 SEED = 1234
@@ -198,7 +198,7 @@ def main() -> int:
         k, m = 8, args.fork_frames
         run(0, k)
         snap = server.snapshot()
-        size_mb = sum(t.numel() * t.element_size() for t in _tensors(snap)) / 1e6
+        size_mb = snapshot_mb(snap)
         first = run(k, m)
         server.restore(snap)
         second = run(k, m)
@@ -285,25 +285,6 @@ def main() -> int:
 
         subprocess.run(child, env={**os.environ, "NO_CUDA_GRAPH": "1"}, check=False)
     return 1 if failures else 0
-
-
-def _tensors(obj: object) -> list:
-    """Every tensor inside a snapshot (for its size)."""
-    import torch
-
-    out: list = []
-    stack = [obj]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, torch.Tensor):
-            out.append(x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif hasattr(x, "__dict__"):
-            stack.extend(vars(x).values())
-    return out
 
 
 if __name__ == "__main__":

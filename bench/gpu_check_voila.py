@@ -58,7 +58,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from gpu_check_common import run_checks  # noqa: E402  (bench/, beside this script)
+from gpu_check_common import peak_memory_gb, run_checks  # noqa: E402  (bench/, beside this script)
 from gpu_step_block import gpu_short_name, print_block  # noqa: E402
 
 SEED = 1234
@@ -296,11 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         return f"{'PASS' if exact and sensitive else 'FAIL'} fork: {detail}"
 
     failures = run_checks((("speed", check_speed), ("fork", check_fork)))
-    peak = 0.0
-    if device == "cuda":
-        peak = torch.cuda.max_memory_allocated() / 2**30
-        print(f"INFO memory: {weights_gb:.1f} GiB after building (model, codec), {peak:.1f} GiB at the peak "
-              f"(of {torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB)", flush=True)
+    peak = peak_memory_gb(torch, weights_gb, "model, codec") if device == "cuda" else 0.0
     if step_ms:
         mean = sum(step_ms) / len(step_ms)
         gpu = "CPU (tiny dry run)" if args.tiny else gpu_short_name(torch.cuda.get_device_name(0))
