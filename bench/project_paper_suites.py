@@ -69,13 +69,6 @@ from duplexeval.executors.packing import CpuCost, CpuPacking, Packing, StepCost,
 from duplexeval.runfolder.plan import Job, plan_suite  # noqa: E402
 from duplexeval.specs.registry import default_registry  # noqa: E402
 
-# Seconds of audio per unit where no spec says (each is an assumption, printed).
-ASSUMED_UNIT_S = {
-    "mpe": 100.0 + 32.0,        # Duplex-MPE: ~100 s conversation + the 32 s preamble (§3.3, App. A3.1)
-    "mtr-round": 12.0,           # MTR-DuplexBench: one round, user turn + response window (ours)
-    "mtr-quality": 120.0,        # Candor clips of 120 s (paper)
-    "mtr-query": 15.0,           # one spoken query (Llama Questions, AdvBench) + response window (ours)
-}
 SUITES = ("paper-mpe", "paper-mtr")
 # The spec whose figure is vLLM-Omni's PersonaPlex path (same architecture as Moshi).
 VLLM_OMNI_MOSHI = "personaplex"
@@ -99,6 +92,7 @@ class Projection:
     packing: Packing
     cpu_cost: CpuCost | None = None  # a CPU-only model (launch.gpus: 0): on the cores, not the GPUs
     cpu: CpuPacking | None = None
+    units: int = 0           # data.count: audio_s / units is one unit's audio
 
     @property
     def frame_ms(self) -> float:
@@ -114,22 +108,16 @@ class Projection:
         return self.audio_s / speed if speed > 0 else math.inf
 
 
-def unit_audio_s(job: Job, context: str) -> tuple[int, float]:
-    bench = job.bench
-    count = int(bench.get("data", {}).get("count", 0))
-    dimension = bench["dimension"]
-    if dimension == "mpe":
-        return count, ASSUMED_UNIT_S["mpe"]
-    if dimension == "mtr-quality":
-        return count, ASSUMED_UNIT_S["mtr-quality"]
-    if dimension in ("mtr-instruction", "mtr-safety"):
-        return count, ASSUMED_UNIT_S["mtr-query"]
-    from duplexeval.benchmarks.mtr.items import plays_dialogue_once
+def unit_audio_s(job: Job, clock: str) -> tuple[int, float]:
+    """(units, seconds of audio one unit plays): `data.count`, and the family's own
+    `unit_audio_s` (duplexeval/benchmarks/<family>/plugin.py: each an assumption it states),
+    which also knows whether a unit replays earlier rounds on this clock."""
+    from duplexeval.benchmarks.registry import benchmark_for
 
-    rounds = int(bench.get("rounds", 10))
-    # fork, history-as-heard one-pass: the dialogue once; replay, history-as-heard per-round: round k plays k rounds
-    played_rounds = rounds if plays_dialogue_once(bench, context) else rounds * (rounds + 1) / 2
-    return count, played_rounds * ASSUMED_UNIT_S["mtr-round"]
+    count = int(job.bench.get("data", {}).get("count", 0))
+    per_unit = benchmark_for(job.bench).unit_audio_s(
+        job.bench, capabilities=tuple(job.model.data.get("capabilities", [])), clock=clock)
+    return count, float(per_unit or 0.0)
 
 
 def context_of(job: Job, clock: str) -> str:
@@ -176,11 +164,11 @@ def project(gpu_memory_gb: float, step_ms: dict[str, float], batch: dict[str, tu
             context = context_of(job, clock)
             if context == "skip":
                 continue
-            count, per_unit = unit_audio_s(job, context)
+            count, per_unit = unit_audio_s(job, clock)
             cpu_cost = CpuCost.of_spec(model)
             cpu = (pack_cpu(cpu_cost, cores, clock, harness_ms / cost.frame_ms) if cpu_cost is not None else None)
             rows.append(Projection(job.model.id, suite_id, job.benchmark.id, clock, context, count * per_unit,
-                                   cost, pack(cost, gpu_memory_gb, clock), cpu_cost, cpu))
+                                   cost, pack(cost, gpu_memory_gb, clock), cpu_cost, cpu, count))
     return rows
 
 
@@ -300,8 +288,12 @@ def main(argv: list[str] | None = None) -> None:
                    f"{VLLM_OMNI_MOSHI}'s figure' below)", other))
     print("  servers per GPU: duplexeval/executors/packing.py (memory and step cost; never more than keep real "
           "time; a step longer than a frame cannot run on the realtime clock)")
-    for key, seconds in ASSUMED_UNIT_S.items():
-        print(f"  audio per unit, {key}: {seconds:g} s (assumed)")
+    by_seconds: dict[float, set[str]] = {}
+    for r in rows:
+        if r.units:
+            by_seconds.setdefault(r.audio_s / r.units, set()).add(r.benchmark)
+    for seconds, benches in sorted(by_seconds.items(), reverse=True):
+        print(f"  audio per unit, {seconds:g} s (assumed: the family's unit_audio_s): {', '.join(sorted(benches))}")
     source = "the specs' latency_clock" if args.lockstep_mtr is None else "as given"
     print("  MTR clock: " + (", ".join(lockstep_mtr) + f" lockstep + fork ({source}: frame-synchronous, one output "
                               "frame per input frame, a step within a frame); " if lockstep_mtr else "")
