@@ -65,7 +65,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from duplexeval.executors.packing import CpuCost, CpuPacking, Packing, StepCost, pack, pack_cpu  # noqa: E402
+from duplexeval.executors.packing import (  # noqa: E402
+    HARNESS_MS_PER_FRAME, CpuCost, CpuPacking, Packing, StepCost, cpu_share, pack, pack_cpu)
 from duplexeval.runfolder.plan import Job, plan_suite  # noqa: E402
 from duplexeval.specs.registry import default_registry  # noqa: E402
 
@@ -189,7 +190,8 @@ def figure_label(cost: StepCost, packing: Packing, cpu_cost: CpuCost | None = No
     return f"{cost.kind}: {packing.sessions} in {step:g} ms/{cost.frame_ms:g} ms{gpus}{gpu}"
 
 
-def describe_cpu(model: str, cost: CpuCost, packing: CpuPacking, harness_ms: float, frame_ms: float) -> list[str]:
+def describe_cpu(model: str, cost: CpuCost, packing: CpuPacking, harness_ms: float, frame_ms: float,
+                 spec: dict | None = None) -> list[str]:
     """Assumption lines of a CPU-only model: its figure, what one session needs, what it leaves out."""
     harness = harness_ms / frame_ms
     figure = (f"{cost.x_real_time_per_core:g}x real time per core" if cost.has_figure
@@ -201,10 +203,11 @@ def describe_cpu(model: str, cost: CpuCost, packing: CpuPacking, harness_ms: flo
         lines.append(f"  {model}: not in its figure, {cost.excludes}: assumed to serve the chat completions of "
                      f"{packing.sessions} sessions side by side (up to {packing.sessions} at once, one per session) at "
                      "the latency it has alone; its cost is not projected, like the judges'")
-    if packing.sessions > packing.cores:
-        lines.append(f"  {model}: the Ray executor reserves one CPU per actor (executors/ray.py), one server per "
-                     f"actor: today it holds at most {packing.cores} sessions at once on {packing.cores} cores, not "
-                     f"{packing.sessions}, unless a server holds several (launch.max_sessions)")
+    if cost.has_figure and spec is not None:
+        share = cpu_share(spec, "realtime")
+        lines.append(f"  {model}: the Ray executor reserves {share:g} cores per server of one session on the realtime "
+                     f"clock (executors/packing.py, cpu_share), so it places {math.floor(packing.cores / share + 1e-9)} "
+                     f"sessions on {packing.cores} cores")
     return lines
 
 
@@ -248,8 +251,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="batched ASR, x real time per GPU (default: assumed, not measured)")
     parser.add_argument("--cores", type=int, default=64,
                         help="CPU cores of the cluster: scoring's VAD, and the sessions of a CPU-only model (default 64)")
-    parser.add_argument("--harness-ms", type=float, default=0.4,
-                        help="harness CPU ms per frame per session (bench/bench_runner.py; default the issue's target)")
+    parser.add_argument("--harness-ms", type=float, default=HARNESS_MS_PER_FRAME,
+                        help="harness CPU ms per frame per session (bench/bench_runner.py; default the issue's target, as the Ray executor reserves: executors/packing.py)")
     parser.add_argument("--target-h", type=float, default=3.0, help="the wall time a suite should fit in (default 3)")
     args = parser.parse_args(argv)
     step_ms = {}
@@ -280,7 +283,8 @@ def main(argv: list[str] | None = None) -> None:
     by_name = {r.model: r for r in rows}
     for model, row in sorted(by_name.items()):
         if row.cpu_cost is not None and row.cpu is not None:
-            print("\n".join(describe_cpu(model, row.cpu_cost, row.cpu, args.harness_ms, row.frame_ms)))
+            print("\n".join(describe_cpu(model, row.cpu_cost, row.cpu, args.harness_ms, row.frame_ms,
+                                         default_registry().get("model", model).data)))
         else:
             print(describe(model, row.cost))
     other = StepCost.of_spec(default_registry().get("model", VLLM_OMNI_MOSHI).data)

@@ -172,10 +172,16 @@ def test_a_ray_actor_killed_mid_run_is_replaced_and_the_run_equals_serial(root, 
 def test_ray_scoring_tasks_and_actors_size_their_threads_by_their_reservation(cluster):
     """A scoring task reserves 1 CPU; its ASR must not size its threads by the whole node
     (here: a node whose processes nobody told how many share it, 2 cores)."""
-    from duplexeval.executors.ray import ACTOR_OPTIONS, SCORE_OPTIONS
+    from duplexeval.executors.ray import SCORE_OPTIONS, actor_options
     from duplexeval.processes import PARALLEL_WORKERS_ENV, cores_per_worker
 
     reserved = SCORE_OPTIONS["runtime_env"]["env_vars"]
     on_a_node = {**SCORE_OPTIONS, "runtime_env": {"env_vars": {**reserved, PARALLEL_WORKERS_ENV: "1"}}}
     assert ray.get(ray.remote(**on_a_node)(cores_per_worker).remote(), timeout=120) == 1
-    assert (ACTOR_OPTIONS["num_cpus"], ACTOR_OPTIONS["runtime_env"]) == (1, SCORE_OPTIONS["runtime_env"])
+    assert (actor_options()["num_cpus"], actor_options()["runtime_env"]) == (1, SCORE_OPTIONS["runtime_env"])
+    # a CPU-only model's server reserves a fraction of a core (packing.cpu_share): Ray places it,
+    # and its ASR still gets one thread
+    share = actor_options(0.1063)
+    fraction = {**share, "runtime_env": {"env_vars": {**share["runtime_env"]["env_vars"], PARALLEL_WORKERS_ENV: "1"}}}
+    assert ray.get(ray.remote(cores_per_worker).options(**{k: fraction[k] for k in ("num_cpus", "runtime_env")})
+                   .remote(), timeout=120) == 1

@@ -3,9 +3,11 @@ keep real time; hand-made figures at the rule's edges."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from duplexeval.executors.packing import CpuCost, CpuPacking, Packing, StepCost, gpu_share, pack, pack_cpu
+from duplexeval.executors.packing import CpuCost, CpuPacking, Packing, StepCost, cpu_share, gpu_share, pack, pack_cpu
 
 
 def cost(step_ms: float, *, sessions: int = 1, memory_gb: float = 10.0, frame_ms: float = 80.0,
@@ -163,3 +165,26 @@ def test_the_paper_models_cpu_and_declared_figures():
     assert pack(freeze, 141.0, "realtime") == Packing(3, 1, "measured servers", 3.0, 3.0)
     assert pack(freeze, 80.0, "realtime") == Packing(2, 1, "memory", 2.0, 2.0)  # an 80 GB GPU: memory wins
     assert pack(freeze, 141.0, "lockstep").speed_per_gpu == 3.0
+
+
+def test_a_cpu_models_server_reserves_its_measured_cores_on_the_realtime_clock():
+    """Ray's `num_cpus` for a server: the cascaded baseline's measured need per session (its
+    figure plus the harness's 0.4 ms per 80 ms frame), so 64 cores place the sessions the
+    projection counts; one core for every other case; whole cores above one (Ray's rule)."""
+    spec = {"launch": {"gpus": 0, "cpu_step": {"x_real_time_per_core": 10.0, "kind": "measured", "source": "s"}},
+            "audio": {"frame_ms": 80}}
+    assert cpu_share(spec, "realtime") == pytest.approx(0.105)  # 0.1 + 0.4 / 80
+    assert cpu_share(spec, "realtime", sessions=4) == pytest.approx(0.42)
+    assert cpu_share(spec, "realtime", sessions=10) == 2.0  # 1.05 cores: two whole ones
+    assert cpu_share(spec, "lockstep") == 1.0  # it steps as fast as its core lets it
+    assert cpu_share({"launch": {"gpus": 0}}, "realtime") == 1.0  # no figure
+    slow = {**spec, "launch": {"gpus": 0, "cpu_step": {**spec["launch"]["cpu_step"], "x_real_time_per_core": 0.5}}}
+    assert cpu_share(slow, "realtime") == 1.0  # cannot keep real time
+    assert cpu_share({"launch": {"gpus": 1}}, "realtime") == 1.0  # a GPU model's server
+    odd = {**spec, "launch": {"gpus": 0, "cpu_step": {**spec["launch"]["cpu_step"], "x_real_time_per_core": 3.0}}}
+    assert cpu_share(odd, "realtime") == 0.3384  # 0.33833 rounded up to Ray's 1/10,000
+    from duplexeval.specs.registry import default_registry
+
+    cascade = default_registry().get("model", "cascaded-baseline").data
+    share = cpu_share(cascade, "realtime")
+    assert 0 < share < 0.2 and math.floor(64 / share) > 500

@@ -216,3 +216,28 @@ def gpu_share(spec: dict[str, Any], clock: str, gpu_memory_gb: float | None, ses
         return float(gpus)  # no figure at the width this run plays
     packing = pack(cost, gpu_memory_gb, clock, sessions)
     return packing.gpu_fraction(1) if packing.servers > 1 else 1.0
+
+
+# The harness's own CPU per session and frame (the runner's step, framing and writing): the
+# issue's target for bench/bench_runner.py, which measures it below that on this project's
+# machine. The projection (bench/project_paper_suites.py) and `cpu_share` count the same.
+HARNESS_MS_PER_FRAME = 0.4
+
+
+def cpu_share(spec: dict[str, Any], clock: str, sessions: int = 1) -> float:
+    """The cores one server of `spec` reserves (Ray's `num_cpus`) while it plays `sessions`
+    sessions at once. A CPU-only model (`launch.gpus: 0`) with a `launch.cpu_step` figure on
+    the realtime clock reserves what its sessions were measured to need, server and harness
+    (`CpuCost.cores_per_session`): the cores then hold the sessions `pack_cpu` counts, not one
+    server per core. Otherwise one core: a GPU model's server (its CPU side is the harness and
+    the codec), a lockstep server (it steps as fast as its core lets it), a CPU model without
+    a figure, or one that cannot keep real time. Ray takes fractions only below one core, so a
+    need above one is rounded up to whole cores."""
+    cost = CpuCost.of_spec(spec)
+    if cost is None or not cost.has_figure or clock != "realtime" or cost.x_real_time_per_core < 1.0:
+        return 1.0
+    frame_ms = float(spec.get("audio", {}).get("frame_ms", 80) or 80)
+    need = max(1, sessions) * cost.cores_per_session(HARNESS_MS_PER_FRAME / frame_ms)
+    if need > 1.0:
+        return float(math.ceil(need - 1e-9))
+    return math.ceil(need * 10_000 - 1e-6) / 10_000  # Ray's resolution: 1/10,000 of a core

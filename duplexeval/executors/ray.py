@@ -1,7 +1,8 @@
 """The Ray executor (extra `ray`): one actor per model server, units scheduled over actors, scoring as Ray tasks.
 
 Per model (host key) the pool starts `jobs` actors, each reserving the GPUs its spec's
-`launch.gpus` asks for (`num_gpus`) and one CPU, so Ray places them where the hardware
+`launch.gpus` asks for (`num_gpus`) and one CPU (a CPU-only model's server: the cores its
+sessions were measured to need, `packing.cpu_share`), so Ray places them where the hardware
 is; a one-GPU model whose spec gives its step cost (`launch.gpu_step`) reserves 1/k of a
 GPU instead, k servers per GPU as its memory and step cost allow while keeping real time
 (executors/packing.py; the GPU's memory from $DUPLEXEVAL_GPU_MEMORY_GB); an actor keeps its model server (a local process, or a container through the docker
@@ -22,7 +23,7 @@ from typing import Any
 from duplexeval.executors.base import JobPlan, Unit, UnitWorker
 from duplexeval.executors.core import Batches, Event
 from duplexeval.executors.local import portable_error
-from duplexeval.executors.packing import GPU_MEMORY_ENV, gpu_share
+from duplexeval.executors.packing import GPU_MEMORY_ENV, cpu_share, gpu_share
 from duplexeval.executors.registry import WorkerRegistry
 from duplexeval.processes import RESERVED_CORES_ENV
 
@@ -57,15 +58,20 @@ def cluster_shape(ray: Any) -> dict[str, Any]:
                                       for n in nodes), key=lambda r: (r["cpus"], r["gpus"]))}
 
 
-def reserving(cpus: int) -> dict[str, Any]:
+def reserving(cpus: float) -> dict[str, Any]:
     """Ray options reserving `cpus` cores, and telling the process so: a scoring task's ASR
     would otherwise size its threads by the whole node (processes.cores_per_worker), and
     Ray runs one such task per reserved core, so an 8-core node would run 8 x 4 threads."""
-    return {"num_cpus": cpus, "runtime_env": {"env_vars": {RESERVED_CORES_ENV: str(cpus)}}}
+    return {"num_cpus": cpus, "runtime_env": {"env_vars": {RESERVED_CORES_ENV: f"{cpus:g}"}}}
 
 
 SCORE_OPTIONS: dict[str, Any] = {**reserving(1), "max_retries": 0}
-ACTOR_OPTIONS: dict[str, Any] = {**reserving(1), "max_restarts": 0, "max_task_retries": 0}
+
+
+def actor_options(cpus: float = 1.0) -> dict[str, Any]:
+    """An actor's options: `cpus` cores reserved (`packing.cpu_share`: one, or a CPU-only model's
+    measured need), never restarted by Ray (the driver replaces a dead actor itself)."""
+    return {**reserving(cpus), "max_restarts": 0, "max_task_retries": 0}
 
 
 class _UnitActor:
@@ -116,6 +122,7 @@ class RayPool:
         self.score_task = self.ray.remote(**SCORE_OPTIONS)(_score)
         self.pools: dict[str, list[_Actor]] = {}
         self.gpus: dict[str, float] = {}
+        self.cpus: dict[str, float] = {}
         memory = os.environ.get(GPU_MEMORY_ENV)
         self.gpu_memory_gb = float(memory) if memory else None
         # ref -> ("units", actor, first plan, [(plan, unit), ...]) | ("score", None, plan, [])
@@ -127,7 +134,8 @@ class RayPool:
     def _new_actor(self, host_key: str) -> _Actor:
         self.started += 1
         name = f"ray-{self.started}"
-        handle = self.actor_cls.options(**ACTOR_OPTIONS, num_gpus=self.gpus[host_key]).remote(name, self.registry)
+        handle = self.actor_cls.options(**actor_options(self.cpus[host_key]),
+                                        num_gpus=self.gpus[host_key]).remote(name, self.registry)
         actor = _Actor(name, handle)
         self.pings[handle.ping.remote()] = (host_key, actor)
         return actor
@@ -137,6 +145,8 @@ class RayPool:
             # several servers share a GPU where the spec's figures allow (executors/packing.py)
             self.gpus[plan.host_key] = (gpu_share(plan.spec.data, plan.clock, self.gpu_memory_gb, plan.max_sessions)
                                         if plan.spec.gpus == 1 else int(plan.spec.gpus))
+            # a CPU-only model's server reserves the cores its sessions were measured to need
+            self.cpus[plan.host_key] = cpu_share(plan.spec.data, plan.clock, plan.max_sessions)
             self.pools[plan.host_key] = [self._new_actor(plan.host_key) for _ in range(self.jobs)]
         return self.pools[plan.host_key]
 
