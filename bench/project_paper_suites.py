@@ -66,7 +66,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from duplexeval.executors.packing import (  # noqa: E402
-    HARNESS_MS_PER_FRAME, CpuCost, CpuPacking, Packing, StepCost, cpu_share, pack, pack_cpu)
+    HARNESS_MS_PER_FRAME,
+    CpuCost,
+    CpuPacking,
+    Packing,
+    StepCost,
+    cpu_share,
+    pack,
+    pack_cpu,
+)
 from duplexeval.runfolder.plan import Job, plan_suite  # noqa: E402
 from duplexeval.specs.registry import default_registry  # noqa: E402
 
