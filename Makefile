@@ -73,9 +73,10 @@ test:
 	# The two venvs are independent: on a fresh clone they install side by side (one core
 	# each; on a set-up machine both stamps make this a no-op).
 	$(MAKE) --no-print-directory -j2 setup qwen3-venv
-	# Qwen3-ASR on random tiny models runs in its own venv, as one test of this session
-	# (tests/test_qwen3_venv.py), beside the rest: one summary, no core idle meanwhile.
-	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	# Two lanes side by side: the waiting modules (marked wallclock) in one process, the rest on
+	# $(TEST_JOBS) xdist workers at nice 10 (scripts/run-tests.sh says why). Qwen3-ASR on random
+	# tiny models runs in its own venv, as one test (tests/test_qwen3_venv.py).
+	VENV=$(VENV) bash scripts/run-tests.sh $(TEST_JOBS) $(PYTEST_ARGS)
 
 # The inner loop: every test but the end-to-end modules (marked `slow` by tests/conftest.py:
 # real models on real audio, wall-clock sessions, containers). Not a substitute for `make test`.

@@ -21,25 +21,36 @@ from duplexeval.processes import PARALLEL_WORKERS_ENV
 # machine loaded): embedded 248 s, executors 215 (mostly Ray waiting), moshi_run 203, mtr 168,
 # cascaded 69, the two Full-Duplex-Bench runs 58 and 54; every other module under 40 s
 # but moshi_batch (65 s), which file order already starts mid-session.
-SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_containers", "test_cascaded_baseline_run",
-                 "test_mtr_e2e", "test_executors_e2e", "test_fdb_e2e", "test_fdb_v15_e2e",
-                 "test_moshi_conformance", "test_moshi_shim", "test_mtr_context",
-                 # wall-clock sessions against the realtime stand-in: long, but mostly waiting
-                 "test_realtime_runs", "test_realtime_bridge")
+SLOWEST_FIRST = ("test_embedded_e2e", "test_moshi_run", "test_executors_e2e", "test_cascaded_baseline_run",
+                 "test_mtr_e2e", "test_fdb_e2e", "test_fdb_v15_e2e", "test_moshi_batch",
+                 "test_moshi_conformance", "test_moshi_shim", "test_mtr_context")
+
+# Modules whose tests mostly wait (wall-clock sessions against the realtime stand-in, a hung
+# agent's timeout, a retried judge, Docker, ports): marked `wallclock`, so `make test` runs them
+# in their own lane, one process at normal priority beside the xdist workers at nice 10
+# (scripts/run-tests.sh): a realtime session gets a core when it wants one, and the waits no
+# longer idle a worker's core. Chosen from the timeline of 2026-12-05 (wall well above CPU);
+# the lane takes ~4.5 min of the ~6.5 of pytest. Slowest first within it too.
+WALL_CLOCK = ("test_containers", "test_realtime_bridge", "test_realtime_faults", "test_realtime_runs",
+              "test_resources", "test_agents_conformance", "test_judges_llm", "test_runner_faults",
+              "test_realtime_cost", "test_judges_cache", "test_weights")
 
 
 # Modules whose tests run real models on audio end to end (or play on the wall clock): marked
 # `slow` here, so `make test-fast` (`-m "not slow"`) leaves them out of the inner loop.
 # `make test` runs them all.
-END_TO_END = (*SLOWEST_FIRST, "test_recordings_import", "test_qwen3_venv", "test_asr_parakeet_venv")
+END_TO_END = (*SLOWEST_FIRST, "test_containers", "test_realtime_runs", "test_realtime_bridge",
+              "test_recordings_import", "test_qwen3_venv", "test_asr_parakeet_venv")
 
 
 def pytest_collection_modifyitems(config, items):
-    rank = {name: n for n, name in enumerate(SLOWEST_FIRST)}
+    rank = {name: n for n, name in enumerate((*SLOWEST_FIRST, *WALL_CLOCK))}
     items.sort(key=lambda item: rank.get(item.module.__name__, len(rank)))  # stable: file order kept within
     for item in items:
         if item.module.__name__ in END_TO_END:
             item.add_marker(pytest.mark.slow)
+        if item.module.__name__ in WALL_CLOCK:
+            item.add_marker(pytest.mark.wallclock)
 
 
 # ---- a timeline of CPU per test (`DUPLEXEVAL_TEST_TIMELINE=FILE`; bench/test_timeline.py reads it) --
