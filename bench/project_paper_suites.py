@@ -300,12 +300,15 @@ def main(argv: list[str] | None = None) -> None:
                    f"{VLLM_OMNI_MOSHI}'s figure' below)", other))
     print("  servers per GPU: duplexeval/executors/packing.py (memory and step cost; never more than keep real "
           "time; a step longer than a frame cannot run on the realtime clock)")
-    by_seconds: dict[float, set[str]] = {}
+    by_seconds: dict[tuple[float, str], set[str]] = {}
     for r in rows:
         if r.units:
-            by_seconds.setdefault(r.audio_s / r.units, set()).add(r.benchmark)
-    for seconds, benches in sorted(by_seconds.items(), reverse=True):
-        print(f"  audio per unit, {seconds:g} s (assumed: the family's unit_audio_s): {', '.join(sorted(benches))}")
+            declared = default_registry().get("benchmark", r.benchmark).data.get("unit_audio") or {}
+            figure = (f"{declared['kind']}: {declared['seconds']:g} s per {declared['per']}, {declared['source']}"
+                      if declared else "no figure in the spec")
+            by_seconds.setdefault((r.audio_s / r.units, figure), set()).add(r.benchmark)
+    for (seconds, figure), benches in sorted(by_seconds.items(), reverse=True):
+        print(f"  audio per unit, {seconds:g} s (the spec's unit_audio, {figure}): {', '.join(sorted(benches))}")
     source = "the specs' latency_clock" if args.lockstep_mtr is None else "as given"
     print("  MTR clock: " + (", ".join(lockstep_mtr) + f" lockstep + fork ({source}: frame-synchronous, one output "
                               "frame per input frame, a step within a frame); " if lockstep_mtr else "")

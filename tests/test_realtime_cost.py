@@ -29,20 +29,21 @@ def test_dry_run_prints_audio_minutes_and_cost_for_a_model_outside_the_suite():
     res = CliRunner().invoke(cli, ["run", "--dry-run", "--price-per-minute", "0.06", "--suite", "paper-mpe",
                                    "--models", "gpt-realtime"])
     assert res.exit_code == 0, res.output
-    # paper-mpe: 2,000 scenes per condition x 132 s = 4,400 minutes, x 0.06 = 264.00 each.
-    assert "| gpt-realtime | mpe-explicit | 2000 | 132 | 4400.0 | 0.06/min | 264.00 |" in res.output
-    assert "total: 8800.0 audio minutes, cost 528.00" in res.output
+    # paper-mpe: 2,000 scenes per condition x 131.4 s (the spec's unit_audio: Table 6's 99.5 s
+    # scene after the 31.9 s preamble) = 4,380 minutes, x 0.06 = 262.80 each.
+    assert "| gpt-realtime | mpe-explicit | 2000 | 131.4 | 4380.0 | 0.06/min | 262.80 |" in res.output
+    assert "total: 8760.0 audio minutes, cost 525.60" in res.output
     assert "runs only on the realtime clock" in res.output and "nothing is started" in res.output
 
 
 def test_dry_run_bills_gpt_realtime_by_tokens_and_local_models_cost_nothing():
     res = CliRunner().invoke(cli, ["run", "--dry-run", "--suite", "paper-mpe", "--models", "gpt-realtime,moshi"])
     assert res.exit_code == 0, res.output
-    # A 132 s scene: 14 replies (one per 10 s), reply k re-reads 10k s of user audio and 5(k-1) s of
+    # A 131.4 s scene: 14 replies (one per 10 s), reply k re-reads 10k s of user audio and 5(k-1) s of
     # replies: 1,505 s x 10 tokens/s = 15,050 input audio tokens x 32/M = 0.4816; 14 x 5 s x 20/s =
     # 1,400 output audio tokens x 64/M = 0.0896; 0.5712 per scene x 2,000 = 1,142.40.
-    assert "| gpt-realtime | mpe-explicit | 2000 | 132 | 4400.0 | tokens | 1142.40 |" in res.output
-    assert "| moshi | mpe-explicit | 2000 | 132 | 4400.0 | - | - |" in res.output
+    assert "| gpt-realtime | mpe-explicit | 2000 | 131.4 | 4380.0 | tokens | 1142.40 |" in res.output
+    assert "| moshi | mpe-explicit | 2000 | 131.4 | 4380.0 | - | - |" in res.output
 
 
 def test_dry_run_of_paper_fdb_gives_each_benchmark_a_token_estimate():
@@ -63,7 +64,7 @@ def test_dry_run_counts_a_local_data_set_from_its_files():
     res = CliRunner().invoke(cli, ["run", "--dry-run", "--suite", "embedded", "--models", "silent,babbler",
                                    "--benchmarks", "mpe-explicit,mtr-instruction"])
     assert res.exit_code == 0, res.output
-    assert f"| silent | mpe-explicit | {scenes} | 132 | {scenes * 132 / 60:.1f} | - | - |" in res.output
+    assert f"| silent | mpe-explicit | {scenes} | 131.4 | {scenes * 131.4 / 60:.1f} | - | - |" in res.output
     assert "| silent | mtr-instruction | 10 | 15 | 2.5 | - | - |" in res.output  # one dialogue of 10 queries x 15 s
 
 
@@ -209,5 +210,26 @@ def test_full_duplex_bench_measures_its_unit_from_the_placed_samples(tmp_path):
         (tmp_path / "subset" / name).mkdir(parents=True)
         sf.write(tmp_path / "subset" / name / "input.wav", np.zeros(int(seconds * 16000), np.float32), 16000)
     assert fdb.unit_audio_s({"data": {"path": str(tmp_path)}}) == pytest.approx(15.0)
-    assert fdb.unit_audio_s({"data": {"path": str(tmp_path / "absent")}}) == 30.0  # not placed: the stated assumption
+    declared = {"seconds": 30, "per": "unit", "kind": "assumed", "source": "ours"}
+    absent = {"path": str(tmp_path / "absent")}
+    assert fdb.unit_audio_s({"data": absent, "unit_audio": declared}) == 30.0  # not placed: the spec's figure
+    assert fdb.unit_audio_s({"data": absent}) is None  # nor declared: unknown, never guessed
     assert fdb.planned_units({"data": {"count": 137}}) == 137 and fdb.planned_units({"data": {}}) is None
+
+
+def test_every_paper_benchmark_declares_its_unit_audio_with_a_source():
+    """The projection's audio per unit (bench/project_paper_suites.py) comes from each spec's
+    `unit_audio`, published or assumed and sourced; the families' hooks read it."""
+    from duplexeval.benchmarks.registry import benchmark_for
+    from duplexeval.specs.registry import default_registry
+
+    registry = default_registry()
+    for suite in ("paper-mpe", "paper-mtr"):
+        for bench_id in {b for run in registry.get("suite", suite).data["runs"] for b in run["benchmarks"]}:
+            bench = registry.get("benchmark", bench_id).data
+            declared = bench["unit_audio"]
+            assert declared["kind"] in ("published", "assumed") and declared["source"], bench_id
+            per_unit = benchmark_for(bench).unit_audio_s(bench, capabilities=("fork",), clock="lockstep")
+            assert per_unit is not None and per_unit >= declared["seconds"], bench_id
+    mpe = registry.get("benchmark", "mpe-explicit").data
+    assert benchmark_for(mpe).unit_audio_s(mpe) == pytest.approx(99.5 + 31.9)  # Table 6's scene + the preamble

@@ -247,3 +247,10 @@ class Benchmark(ABC):
     def commands(self) -> list[click.Command]:
         """Click commands the family adds to `duplexeval` (e.g. `scenes`, `mtr`)."""
         return []
+
+
+def declared_unit_audio(bench: dict[str, Any]) -> dict[str, Any] | None:
+    """A benchmark spec's `unit_audio` (seconds, per unit or per round, published or assumed,
+    its source): the figure a family's `unit_audio_s` starts from; None without one."""
+    declared = bench.get("unit_audio")
+    return declared if isinstance(declared, dict) else None

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter, RecordingImporter
+from duplexeval.benchmarks.base import (
+    Benchmark,
+    DataImporter,
+    ItemProgress,
+    RecordingExporter,
+    RecordingImporter,
+    declared_unit_audio,
+)
 
 
 class FullDuplexBench(Benchmark):
@@ -29,7 +36,7 @@ class FullDuplexBench(Benchmark):
     def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
                      clock: str = "realtime") -> float | None:
         """One sample's input.wav: their mean length when the data is placed (`data.path`),
-        else an assumed 30 s (the dry run prints the seconds it used)."""
+        else the spec's `unit_audio` (the dry run prints the seconds it used)."""
         import soundfile as sf
 
         from duplexeval.resources import bundle_root
@@ -43,7 +50,10 @@ class FullDuplexBench(Benchmark):
                 lengths.append(sf.info(str(wav)).duration)
             except RuntimeError:
                 continue
-        return sum(lengths) / len(lengths) if lengths else 30.0
+        if lengths:
+            return sum(lengths) / len(lengths)
+        declared = declared_unit_audio(bench)
+        return float(declared["seconds"]) if declared else None
 
     def score_dir(self, bench_dir: Path, spec: dict[str, Any], cache_mode: str,
                   progress: ItemProgress | None = None) -> dict[str, Any] | None:

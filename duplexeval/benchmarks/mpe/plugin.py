@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from duplexeval.benchmarks.base import Benchmark, DataImporter, ImportReport, ItemProgress
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ImportReport, ItemProgress, declared_unit_audio
 
 if TYPE_CHECKING:
     from duplexeval.data.sets import DataSet
@@ -29,8 +29,10 @@ class DuplexMpe(Benchmark):
 
     def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
                      clock: str = "realtime") -> float | None:
-        """One scene: ~100 s of conversation after the 32 s preamble (paper §3.3, App. A3.1); assumed."""
-        return 100.0 + 32.0
+        """One scene: the spec's `unit_audio` (the paper's mean scene after its spoken
+        preamble); None without one."""
+        declared = declared_unit_audio(bench)
+        return float(declared["seconds"]) if declared else None
 
     def planned_units(self, bench: dict[str, Any]) -> int | None:
         """`data.count`, else one unit per scene file of a local scene folder."""

@@ -14,6 +14,7 @@ from duplexeval.benchmarks.base import (
     RecordingExporter,
     RecordingImporter,
     SkipFolder,
+    declared_unit_audio,
 )
 
 if TYPE_CHECKING:
@@ -35,20 +36,21 @@ class MtrDuplexBench(Benchmark):
 
     def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
                      clock: str = "realtime") -> float | None:
-        """Assumed: a 120 s Candor clip (quality, the paper's); one spoken query and its response
-        window, 15 s (instruction, safety); a round of 12 s otherwise, and a dialogue of R rounds
-        plays R of them when it forks or plays history-as-heard one-pass, 1 + 2 + ... + R when
-        round k replays rounds 1..k (replay; history-as-heard per-round)."""
+        """The spec's `unit_audio`: per unit as it stands (a 120 s Candor clip; one
+        spoken query and its response window), per round times the rounds a dialogue of R plays:
+        R when it forks or plays history-as-heard one-pass, 1 + 2 + ... + R when round k replays
+        rounds 1..k (replay; history-as-heard per-round). None without one."""
         from duplexeval.benchmarks.mtr.items import context_mode, plays_dialogue_once
 
-        dimension = bench.get("dimension", "")
-        if dimension == "mtr-quality":
-            return 120.0
-        if dimension in ("mtr-instruction", "mtr-safety"):
-            return 15.0
+        declared = declared_unit_audio(bench)
+        if not declared:
+            return None
+        seconds = float(declared["seconds"])
+        if declared["per"] == "unit":
+            return seconds
         rounds = int(bench.get("rounds", 10))
         once = plays_dialogue_once(bench, context_mode(bench, list(capabilities), clock))
-        return (rounds if once else rounds * (rounds + 1) / 2) * 12.0
+        return (rounds if once else rounds * (rounds + 1) / 2) * seconds
 
     def run_context(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
                     clock: str = "realtime") -> dict[str, Any] | None:
