@@ -134,7 +134,7 @@ def test_max_cost_stops_a_run_at_the_limit_before_any_session(spec_tree, standin
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     appends = standin.appends
     try:
-        # The next item is assumed as long as the run's longest unit (132 s of MPE): 0.13 at 0.06/min > 0.01.
+        # The next item is assumed as long as the run's longest unit (131.4 s of MPE, its spec's unit_audio): 0.13 at 0.06/min > 0.01.
         res = CliRunner().invoke(cli, ["run", "--suite", "rt-standin-suite", "--runs-dir", str(tmp_path), "--run-id", "b",
                                        "--benchmarks", "mtr-instruction", "--price-per-minute", "0.06",
                                        "--max-cost", "0.01"])
