@@ -202,10 +202,10 @@ def compare_run(run: RunDir, golden: Golden, *, tolerance: float | None = None,
             for c in golden.cells if c.run is not None and c.comparable]
 
 
-def failed(rows: list[DiffRow], *, allow_missing: bool = False, strict: bool | None = None) -> bool:
+def failed(rows: list[DiffRow], *, allow_missing: bool = False) -> bool:
     """Out of tolerance, ambiguous, a wrong denominator, an incomplete result or a missing cell
     fails (missing not with allow_missing); so does a diff with no row at all (nothing compared
-    is no reproduction). `strict` is accepted and ignored: missing cells always fail now."""
+    is no reproduction)."""
     bad = {OUT, AMBIGUOUS, DENOMINATOR, INCOMPLETE} | (set() if allow_missing else {MISSING})
     return not rows or any(r.status in bad for r in rows)
 

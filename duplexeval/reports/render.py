@@ -87,7 +87,6 @@ class ReportInputs:
     goldens: list[Golden] = field(default_factory=list)
     arithmetic: list[ArithmeticRow] | None = None
     item: str | None = None
-    strict: bool = False
     aliases: dict[str, str] = field(default_factory=dict)
     damaged: list[str] = field(default_factory=list)  # verify's findings, shown on every page (--allow-damaged)
 
@@ -149,7 +148,7 @@ def golden_diffs(inputs: ReportInputs, published: Published | None = None) -> li
             for row in rows:
                 if row.cell_id in cells and row.status != "missing":
                     published.add(cells[row.cell_id], row)
-        out.append(GoldenDiff(g.path.name, str(g.path), rows, diff_counts(rows), diff_failed(rows, strict=inputs.strict)))
+        out.append(GoldenDiff(g.path.name, str(g.path), rows, diff_counts(rows), diff_failed(rows)))
     return out
 
 
@@ -249,7 +248,7 @@ def render_latex(context: dict[str, Any]) -> str:
 
 def write_report(run_dir: str | Path, *, families: Families, formats: Iterable[str] = FORMATS, golden_paths: Iterable[str | Path] = (),
                  with_arithmetic: bool = True, item: str | None = None, out_dir: str | Path | None = None,
-                 aliases: dict[str, str] | None = None, strict: bool = False,
+                 aliases: dict[str, str] | None = None,
                  damaged: Iterable[str] = ()) -> dict[str, Path]:
     """Write report.html / report.tex (atomically) and return {format: path}. `families` (family
     name -> plug-in, e.g. `duplexeval.benchmarks.plugins()`) present their own sections and
@@ -261,7 +260,7 @@ def write_report(run_dir: str | Path, *, families: Families, formats: Iterable[s
     run = load_run(run_dir)
     inputs = ReportInputs(run=run, families=families, goldens=[load_golden(p) for p in golden_paths],
                           arithmetic=paper_arithmetic(families) if with_arithmetic else None, item=item,
-                          aliases=aliases or {}, strict=strict, damaged=list(damaged))
+                          aliases=aliases or {}, damaged=list(damaged))
     context = build_context(inputs)
     out = Path(out_dir) if out_dir else run.root
     written: dict[str, Path] = {}
