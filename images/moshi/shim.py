@@ -28,7 +28,7 @@ reaches a hub at run time; a missing file is an error naming the folder and the 
 
 Tiny mode: Moshi's real code path with randomly initialised weights and a tiny config
 (Mimi: SEANet dimension 64 / 8 filters, a 1-layer transformer of width 64, quantizer
-dimension 32; LM: width 64, 2 layers; depformer: width 32, 2 layers; the real n_q 16 /
+dimension 32; LM: width 64, 2 layers; depformer: width 32, 1 layer; the real n_q 16 /
 dep_q 8 / card 2048 / text card 32000 / delays). torch is seeded with `TINY_WEIGHTS_SEED`
 before building, so every process (local or in the image) builds identical weights (Mimi's
 codebooks, which an untrained Mimi leaves at zero, are sampled from its own latents: see
@@ -66,7 +66,7 @@ def tiny_configs() -> tuple[dict, dict]:
     mimi["transformer"] = dict(loaders._transformer_kwargs, d_model=64, num_heads=8, num_layers=1,
                                dim_feedforward=256, input_dimension=64, output_dimensions=[64])
     lm = dict(loaders._lm_kwargs, dim=64, num_heads=4, num_layers=2, depformer_dim=32, depformer_num_heads=4,
-              depformer_num_layers=2, depformer_dim_feedforward=int(4.125 * 32))
+              depformer_num_layers=1, depformer_dim_feedforward=int(4.125 * 32))
     return mimi, lm
 
 
