@@ -81,7 +81,7 @@ test:
 # The inner loop: every test but the end-to-end modules (marked `slow` by tests/conftest.py:
 # real models on real audio, wall-clock sessions, containers). Not a substitute for `make test`.
 test-fast: setup
-	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow and not docker" $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow and not docker" $(PYTEST_ARGS)
 
 # The static checks alone (tests/test_static_checks.py runs them within `make test`; their
 # settings are in pyproject.toml and only rise).

@@ -19,14 +19,40 @@ shift
 pytest=${VENV:-.venv}/bin/pytest
 log=$(mktemp "${TMPDIR:-/tmp}/duplexeval-wallclock-lane.XXXXXX")
 
-"$pytest" -p no:xdist -p no:cacheprovider -m wallclock "$@" >"$log" 2>&1 &
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on
+# some machines): the suite starts hundreds of Python processes (agent servers, shims, CLI
+# runs, three pytest processes that each import every test module through pytest's assertion
+# rewriter), and without __pycache__ each one compiles the same sources again, ~5% of the
+# suite's CPU on a fresh clone (git ignores __pycache__/).
+export PYTHONDONTWRITEBYTECODE=
+
+# With no pytest arguments, each lane is given its own files: the wall-clock lane collects only
+# the modules conftest.py's WALL_CLOCK names and the CPU lane's workers skip them (every
+# pytest process otherwise imports all ~160 test modules to deselect by marker, ~10 s of CPU
+# each). With arguments (a file, -k ...), both lanes take them and the marker decides.
+wall_files=()
+cpu_files=()
+if [ "$#" -eq 0 ]; then
+  for module in $("${VENV:-.venv}/bin/python" - <<'PY'
+import ast
+tree = ast.parse(open("tests/conftest.py").read())
+names = next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "WALL_CLOCK")
+print(" ".join(ast.literal_eval(names)))
+PY
+  ); do
+    wall_files+=("tests/$module.py")
+    cpu_files+=("--ignore=tests/$module.py")
+  done
+fi
+
+"$pytest" -p no:xdist -p no:cacheprovider -m wallclock "${wall_files[@]}" "$@" >"$log" 2>&1 &
 lane=$!
 # An interrupted `make test` leaves no lane behind.
 trap 'kill "$lane" 2>/dev/null; wait "$lane" 2>/dev/null; rm -f "$log"' EXIT
 trap 'exit 130' INT TERM
 echo "wall-clock lane (tests marked wallclock): one process, pid $lane, its output at the end"
 
-nice -n 10 "$pytest" -n "$jobs" --dist loadfile --no-loadscope-reorder -m "not wallclock" "$@"
+nice -n 10 "$pytest" -n "$jobs" --dist loadfile --no-loadscope-reorder -m "not wallclock" "${cpu_files[@]}" "$@"
 cpu_rc=$?
 wait "$lane"
 wall_rc=$?

@@ -3,6 +3,11 @@
 Two embedded Duplex-MPE scenes and the embedded MTR dialogue-quality dialogue in fork
 mode (teacher-forced history, one snapshot per round), scored with the embedded suite's
 offline ASR and judges; every results.json and both reports carry the model's caveat.
+
+One session per server (`max_sessions=1`): the spec's width of 8 is test_moshi_batch's and
+test_unit_batch's subject. Here it would only cost CPU: the one MTR dialogue is one session
+at a time, and at a width above 1 its teacher-forced rows step through the per-row depformer
+wrapper (duplexeval/shims/moshi_rows.py), 41 s of server CPU for the 6 rounds against 19 s.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ CAVEAT = "random tiny weights: the real Moshi code path, meaningless voice"
 def run_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     run, outcomes = run_suite("moshi-tiny", models=None, benchmarks=None, run_id="moshi-tiny", runs_dir=root,
-                              limit=None, clock=None)
+                              limit=None, clock=None, max_sessions=1)
     assert [(o.job.key, o.status) for o in outcomes] == [("moshi-tiny/mpe-explicit", "scored"),
                                                          ("moshi-tiny/mtr-quality", "scored")], \
         [(o.job.key, o.reason) for o in outcomes]
