@@ -60,6 +60,26 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
+TEMP_GLOB = ".*.tmp"  # what atomic_write_bytes names its temp files: .<name>.<random>.tmp
+
+
+def remove_abandoned_temp_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """Deletes the temp files atomic_write_* left in `folder` (not below it) when its process was
+    killed between creating one and renaming it into place; returns them.
+
+    Such a file never was the file it was to become (the rename is the commit), so nothing is
+    lost. Only for a folder with one writer at a time, called before that writer writes: a
+    concurrent writer's temp file would be taken from under it. Run folders qualify: their
+    top-level files are written by the run's driver alone (items/ has its own rule: an
+    unfinished item folder is redone whole)."""
+    gone = []
+    for tmp in sorted(Path(folder).glob(TEMP_GLOB)):
+        if tmp.is_file() and not tmp.is_symlink():
+            tmp.unlink(missing_ok=True)
+            gone.append(tmp)
+    return gone
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 

@@ -111,3 +111,23 @@ def test_a_folder_begun_with_the_whole_spec_hash_still_resumes(tmp_path):
     recorded["model_sha256"] = model_spec_from(spec).sha256  # what such a folder holds
     config.write_text(json.dumps(recorded))
     assert run_items(spec, items, tmp_path)[0].skipped
+
+
+def test_a_temp_file_left_by_a_kill_mid_write_is_gone_after_the_resume(tmp_path):
+    """A SIGKILL between an atomic write's temp file and its rename (seen once at the start-up
+    kill point above: `.session_config.json.<random>.tmp` next to no session_config.json) left
+    the temp file in the folder for good; the resume now removes it. The other files stay, and
+    a folder below the top level (an item's) is not the sweep's business."""
+    spec = dict(load_model_spec("silent").data)
+    items = [("a", lambda: FileStimulus(tone(0.3), 16000))]
+    tmp_path.mkdir(exist_ok=True)
+    abandoned = tmp_path / ".session_config.json.k1ll3d.tmp"
+    abandoned.write_text('{"model": "sil')  # half a write: never the file it was to become
+    kept = tmp_path / "notes.tmp"  # not an atomic write's temp name
+    kept.write_text("the user's")
+    assert run_items(spec, items, tmp_path)[0].status == "ok"
+    assert not abandoned.exists() and kept.read_text() == "the user's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items", "notes.tmp", "session_config.json"]
+    (tmp_path / ".records.jsonl.x.tmp").write_text("")  # a resume of a finished folder sweeps too
+    assert run_items(spec, items, tmp_path)[0].skipped
+    assert not (tmp_path / ".records.jsonl.x.tmp").exists()

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from duplexeval.audio import write_wav
-from duplexeval.io import atomic_write_json, atomic_write_jsonl, sha256_json
+from duplexeval.io import atomic_write_json, atomic_write_jsonl, remove_abandoned_temp_files, sha256_json
 from duplexeval.protocol.wire import PROTOCOL_VERSION
 from duplexeval.runner.backends import Backend, make_backend
 from duplexeval.runner.client import Endpoint
@@ -245,6 +245,9 @@ def prepare_out_dir(spec: ModelSpec, ids: list[str], out_dir: str | os.PathLike[
             raise ValueError(f"item id {item_id!r} is not a safe folder name (letters, digits, . _ -)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # A run killed while writing a top-level file (session_config.json, a job file) left its
+    # temp file; the driver that prepares the folder is its only writer (remove_abandoned_temp_files).
+    remove_abandoned_temp_files(out)
     # The model's identity leaves its display fields out: renaming it for a report resumes.
     _check_config(out, {"model": spec.id, "model_sha256": spec.identity_sha256 or spec.sha256, "clock": clock,
                         "rate": rate, "seed": seed, "proto": PROTOCOL_VERSION, "prompt_sha256": sha256_json(prompt),
