@@ -6,8 +6,11 @@ never speaks, babbler never stops, oracle behaves perfectly. The babbler runs on
 first 2 scenes of each condition (its every window needs ASR; 4 scenes cost ~20 s more
 CPU): Start and presence count 2 events each and Shush 13 windows per condition, so one
 fresh start (Start 0.5), one scene without presence (0.5) or two kept silences (2/13)
-still break the bounds, as a rate over 4 scenes would; silent and oracle run on all 24
-scenes so Stop clears its 30-eligible-event rule.
+still break the bounds, as a rate over 4 scenes would; the oracle runs on all 24 scenes so
+Stop clears its 30-eligible-event rule. The silent agent's outcome is the same in every scene
+(nothing to start, stop or answer, every window kept silent), so it runs on the first 4 of
+each condition, into the same run folder (~10 s of CPU less); `make reproduce` plays it on
+all 24 against golden/embedded.yaml.
 """
 
 from __future__ import annotations
@@ -30,13 +33,16 @@ from duplexeval.runs.timing_margin import APART, timing_margin
 from duplexeval.specs import repo_root
 
 CONDITIONS = ("mpe-explicit", "mpe-implicit")
+SILENT_SCENES = 4
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("runs")
-    full, _ = run_suite("embedded", models=["silent", "oracle"], benchmarks=list(CONDITIONS), run_id="full",
+    full, _ = run_suite("embedded", models=["oracle"], benchmarks=list(CONDITIONS), run_id="full",
                         runs_dir=root, limit=None, clock=None)
+    run_suite("embedded", models=["silent"], benchmarks=list(CONDITIONS), run_id="full", runs_dir=root,
+              limit=SILENT_SCENES, clock=None)
     babble, _ = run_suite("embedded", models=["babbler"], benchmarks=list(CONDITIONS), run_id="babble",
                           runs_dir=root, limit=2, clock=None)
     return {"full": full, "babble": babble}
@@ -49,9 +55,9 @@ def metrics(run_dir: Path, model: str, bench: str) -> dict:
 @pytest.mark.parametrize("bench", CONDITIONS)
 def test_silent_never_starts_and_always_keeps_silence(runs, bench):
     m = metrics(runs["full"], "silent", bench)
-    assert m["start"]["value"] == 0.0 and m["start"]["denominator"] == 24
+    assert m["start"]["value"] == 0.0 and m["start"]["denominator"] == SILENT_SCENES
     assert m["presence"]["value"] == 0.0
-    assert m["shush"]["value"] == 1.0 and m["shush"]["denominator"] > 100
+    assert m["shush"]["value"] == 1.0 and m["shush"]["denominator"] >= 5 * SILENT_SCENES
     assert m["stop"]["denominator"] == 0  # no eligible events: it never starts in the gap
 
 
