@@ -132,6 +132,20 @@ def test_verify_command_exits_1_naming_the_file_and_0_when_intact(run):
     assert bad.exit_code == 1 and "recording.wav" in bad.output and "Traceback" not in bad.output
 
 
+def test_a_killed_writes_temp_file_is_a_warning_that_names_it(run):
+    """atomic_write_* leaves `.<name>.<random>.tmp` when killed before its rename: never read, so
+    not damage, but an auditor sees it (and a resume removes it: test_runner_resume.py)."""
+    tmp = run / BENCH / ".records.jsonl.k1ll3d.tmp"
+    tmp.write_text('{"item": "bakery')
+    findings = verify_run(run)
+    assert damaged(run) == []
+    assert [f.line(run) for f in findings if f.path == tmp] == [
+        f"warning {BENCH / tmp.name}: a temp file of a write that a kill interrupted (never read; a resume of "
+        "the run removes those at a job folder's top level)"]
+    result = CliRunner().invoke(cli, ["verify", str(run)])
+    assert result.exit_code == 0 and tmp.name in result.output
+
+
 def test_verify_reports_a_planted_key_without_printing_it(run, monkeypatch):
     key = "sk-test-PLANTED-verify-0123456789abcdef"
     (run / BENCH / "notes.log").write_text(f"calling judge with {key}\n")

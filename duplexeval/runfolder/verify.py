@@ -12,7 +12,8 @@ The chain an auditor checks, bottom up (docs/reliability.md):
 
 A copied run verifies the same way: nothing here depends on the machine that ran it.
 A finding names the file and what is wrong; `damaged` findings make verify fail,
-`warnings` (unfinished items, cache entries absent on this machine) do not. The secrets
+`warnings` (unfinished items, cache entries absent on this machine, a killed write's temp
+file) do not. The secrets
 scan reports where a key-like string sits, never the string.
 """
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from duplexeval.io import atomic_write_json, read_jsonl, sha256_file, sha256_json
+from duplexeval.io import TEMP_GLOB, atomic_write_json, read_jsonl, sha256_file, sha256_json
 from duplexeval.runfolder.records import OutcomeWords, record_problems
 from duplexeval.runner.integrity import STATUS_FILE, input_hashes, item_status
 from duplexeval.secrets import secret_values
@@ -360,6 +361,9 @@ def verify_run(run_dir: str | Path, *, cache_root: Path | None = None, secrets: 
         keys += cited_cache_keys(records)
     if keys:
         findings += check_cache(sorted(set(keys)), cache_root or default_cache_root())
+    findings += [Finding(tmp, "a temp file of a write that a kill interrupted (never read; a resume of the run "
+                              "removes those at a job folder's top level)", damaged=False)
+                 for tmp in sorted(run_dir.rglob(TEMP_GLOB)) if tmp.is_file()]
     if secrets:
         findings += scan_secrets(run_dir)
     return findings
