@@ -7,7 +7,8 @@ offline ASR and judges; every results.json and both reports carry the model's ca
 One session per server (`max_sessions=1`): the spec's width of 8 is test_moshi_batch's and
 test_unit_batch's subject. Here it would only cost CPU: the one MTR dialogue is one session
 at a time, and at a width above 1 its teacher-forced rows step through the per-row depformer
-wrapper (duplexeval/shims/moshi_rows.py), 41 s of server CPU for the 6 rounds against 19 s.
+wrapper (duplexeval/shims/moshi_rows.py). The module took 58 s of CPU (with its model server)
+at width 8 and 52 s at width 1 (2026-12-05, the project's 2-core machine).
 """
 
 from __future__ import annotations
