@@ -65,6 +65,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from duplexeval.benchmarks.base import declared_unit_audio  # noqa: E402
 from duplexeval.executors.packing import (  # noqa: E402
     HARNESS_MS_PER_FRAME,
     CpuCost,
@@ -303,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     by_seconds: dict[tuple[float, str], set[str]] = {}
     for r in rows:
         if r.units:
-            declared = default_registry().get("benchmark", r.benchmark).data.get("unit_audio") or {}
+            declared = declared_unit_audio(default_registry().get("benchmark", r.benchmark).data)
             figure = (f"{declared['kind']}: {declared['seconds']:g} s per {declared['per']}, {declared['source']}"
                       if declared else "no figure in the spec")
             by_seconds.setdefault((r.audio_s / r.units, figure), set()).add(r.benchmark)

@@ -216,9 +216,11 @@ class Benchmark(ABC):
         """Seconds of audio one work unit of this benchmark streams to a model with these
         capabilities on this clock (an MTR dialogue replayed per round plays its history again): the
         dry run's audio minutes, a paid API's cost estimate and `--max-cost`'s reservation per
-        session (duplexeval/runs/cost_estimate.py). None (the default): unknown, and the
-        estimate says so rather than guessing for the family."""
-        return None
+        session (duplexeval/runs/cost_estimate.py). The default: the spec's `unit_audio` when it is
+        given per unit; else None (unknown, and the estimate says so rather than guessing for
+        the family). A family whose units hold rounds, or that can measure placed data, says more."""
+        declared = declared_unit_audio(bench)
+        return float(declared["seconds"]) if declared and declared["per"] == "unit" else None
 
     def run_context(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
                     clock: str = "realtime") -> dict[str, Any] | None:

@@ -5,14 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duplexeval.benchmarks.base import (
-    Benchmark,
-    DataImporter,
-    ItemProgress,
-    RecordingExporter,
-    RecordingImporter,
-    declared_unit_audio,
-)
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ItemProgress, RecordingExporter, RecordingImporter
 
 
 class FullDuplexBench(Benchmark):
@@ -52,8 +45,7 @@ class FullDuplexBench(Benchmark):
                 continue
         if lengths:
             return sum(lengths) / len(lengths)
-        declared = declared_unit_audio(bench)
-        return float(declared["seconds"]) if declared else None
+        return super().unit_audio_s(bench, capabilities=capabilities, clock=clock)
 
     def score_dir(self, bench_dir: Path, spec: dict[str, Any], cache_mode: str,
                   progress: ItemProgress | None = None) -> dict[str, Any] | None:

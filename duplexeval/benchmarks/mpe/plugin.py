@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from duplexeval.benchmarks.base import Benchmark, DataImporter, ImportReport, ItemProgress, declared_unit_audio
+from duplexeval.benchmarks.base import Benchmark, DataImporter, ImportReport, ItemProgress
 
 if TYPE_CHECKING:
     from duplexeval.data.sets import DataSet
@@ -26,13 +26,6 @@ class DuplexMpe(Benchmark):
         from duplexeval.benchmarks.mpe.plan import MpePlan
 
         return MpePlan(job, bench_dir, clock=clock, seed=seed, cache_mode=cache_mode, limit=limit)
-
-    def unit_audio_s(self, bench: dict[str, Any], *, capabilities: tuple[str, ...] = (),
-                     clock: str = "realtime") -> float | None:
-        """One scene: the spec's `unit_audio` (the paper's mean scene after its spoken
-        preamble); None without one."""
-        declared = declared_unit_audio(bench)
-        return float(declared["seconds"]) if declared else None
 
     def planned_units(self, bench: dict[str, Any]) -> int | None:
         """`data.count`, else one unit per scene file of a local scene folder."""
